@@ -1,0 +1,112 @@
+//! Microbenchmarks of the generator's per-request work, tracked in CI for regressions.
+//!
+//! `cargo bench --bench hotpath` runs them; each measures one piece of what a virtual user does
+//! per request, so a regression points at its cause.
+
+use std::hint::black_box;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mcpbench::metrics::outcome::Outcome;
+use mcpbench::metrics::recorder::{Phase, Recorder};
+use mcpbench::protocol::jsonrpc::{Codec, decode};
+use mcpbench::transport::sse::SseDecoder;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+
+const SMALL: &str = r#"{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"hello from mcpbench"}],"isError":false}}"#;
+
+fn large() -> String {
+    let results: Vec<String> = (0..50)
+        .map(|i| format!(r#"{{"id":{i},"name":"Contact {i}","email":"c{i}@example.com","phone":"1-770-736-8031 x56442","company":"Romaguera-Crona"}}"#))
+        .collect();
+    let body = format!(
+        r#"{{"query":"a","total":50,"results":[{}]}}"#,
+        results.join(",")
+    );
+    let escaped = serde_json::to_string(&body).unwrap();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":12345,"result":{{"content":[{{"type":"text","text":{escaped}}}],"isError":false,"structuredContent":{body}}}}}"#
+    )
+}
+
+fn envelope(c: &mut Criterion) {
+    let mut g = c.benchmark_group("envelope_decode");
+    let large = large();
+    for (name, msg) in [("small", SMALL.to_string()), ("large", large)] {
+        g.throughput(Throughput::Bytes(msg.len() as u64));
+        for codec in [Codec::SerdeJson, Codec::SimdJson] {
+            let mut buf = msg.clone().into_bytes();
+            g.bench_with_input(
+                BenchmarkId::new(format!("{codec:?}"), name),
+                &msg,
+                |b, msg| {
+                    b.iter(|| {
+                        buf.clear();
+                        buf.extend_from_slice(msg.as_bytes());
+                        black_box(decode(codec, &mut buf).is_ok())
+                    })
+                },
+            );
+        }
+    }
+    g.finish();
+}
+
+fn sse(c: &mut Criterion) {
+    let stream = format!("id: 1\ndata:\n\nevent: message\ndata: {SMALL}\n\n");
+    let mut g = c.benchmark_group("sse_decode");
+    g.throughput(Throughput::Bytes(stream.len() as u64));
+    let mut d = SseDecoder::default();
+    g.bench_function("priming_plus_response", |b| {
+        b.iter(|| {
+            d.reset();
+            let mut n = 0;
+            let _ = d.feed(stream.as_bytes(), |e| {
+                n += e.data.len();
+                ControlFlow::Continue(())
+            });
+            black_box(n)
+        })
+    });
+    g.finish();
+}
+
+fn request_body(c: &mut Criterion) {
+    let text = "[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\narguments = { query = \"${pick:Leanne,Ervin,Clementine}\", limit = \"${range:1..20}\" }\n";
+    let plan = mcpbench::scenario::parse("bench.toml", text, &|_| None).unwrap();
+    let item = &plan.workload[0];
+    let template = mcpbench::driver::workload::RequestTemplate::new(item);
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut out = Vec::with_capacity(256);
+    let mut id = 0u64;
+    c.bench_function("request_body/tools_call_with_generators", |b| {
+        b.iter(|| {
+            out.clear();
+            id += 1;
+            template.write(item, &mut out, id, &mut rng);
+            black_box(out.len())
+        })
+    });
+}
+
+fn record(c: &mut Criterion) {
+    let mut r = Recorder::new(4);
+    let mut i = 0u64;
+    c.bench_function("recorder/record_ok", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(7919);
+            r.started(1, Phase::Measured);
+            r.record(
+                1,
+                Phase::Measured,
+                Outcome::Ok,
+                Duration::from_micros(100 + i % 5000),
+            );
+        })
+    });
+}
+
+criterion_group!(benches, envelope, sse, request_body, record);
+criterion_main!(benches);

@@ -1,0 +1,35 @@
+//! A mock REST backend for mcpbench load tests.
+//!
+//! The reference MCP server's REST-backed tools call this backend over HTTP. Load tests then read
+//! its `/stats` counters to prove that every call the load generator counted as successful really
+//! reached a backend, so the counters must be exact and the hot path must be cheap.
+//!
+//! # Layout
+//!
+//! - [`accept`]: the one TCP accept loop of the project (TCP_NODELAY, accept-error backoff,
+//!   bounded graceful drain) and [`accept::serve_http`], which drives one HTTP/1.1 or HTTP/2
+//!   connection. The root crate's servers reuse both.
+//! - [`knobs`]: [`Latency`], [`Knobs`] and [`Route`]: how slow, how large and how flaky each route
+//!   is, parsed from CLI-style strings.
+//! - [`data`]: the deterministic data sets: contacts (searchable, pre-rendered) and invoices
+//!   (generated on demand from the seed).
+//! - [`query`]: percent-decoding of query strings.
+//! - [`stats`]: lock-free per-route counters behind `/stats`.
+//! - [`server`]: [`Config`], [`Backend`] (routing and handlers) and [`serve`].
+//!
+//! # Data flow
+//!
+//! `serve` → `accept::serve_connections` → `accept::serve_http` → [`Backend::handle`]: route by
+//! path, count the request, check the method, read the body (bounded by `max_body`), sleep for the
+//! route's latency, maybe inject a 500, run the handler, add padding, count the outcome.
+
+pub mod accept;
+pub mod data;
+pub mod knobs;
+pub mod query;
+pub mod server;
+pub mod stats;
+
+pub use knobs::{KnobError, Knobs, Latency, Route, RouteKnobs, RouteOverride};
+pub use server::{Backend, Config, Error, serve};
+pub use stats::{RouteStats, RoutesSnapshot, StatsSnapshot};

@@ -1,0 +1,479 @@
+//! Running a plan: embedded servers, preflight, worker threads, collection, results.
+
+pub mod preflight;
+pub mod runner;
+pub mod workload;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::collector::{Collector, HlogWriter, IntervalSnapshot};
+use crate::protocol::jsonrpc::Codec;
+use crate::report::summary::{
+    self, Generator, LoadInfo, Operation, ScenarioInfo, Summary, TargetInfo, WarmupOperation,
+};
+use crate::report::{files, text};
+use crate::scenario::{Method, Plan, Target};
+use crate::server::EmbeddedServers;
+use crate::transport::streamable_http::Endpoint;
+
+/// How to run (beyond what the scenario says).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The run directory; `None` makes `<results_root>/<UTC time>-<name>`.
+    pub output: Option<PathBuf>,
+    pub results_root: PathBuf,
+    pub codec: Codec,
+    /// Length of a histogram interval (time series, hlog, progress lines).
+    pub interval: Duration,
+    /// Print one progress line per interval to stderr.
+    pub progress: bool,
+    /// Overrides the scenario's `workers`.
+    pub workers: Option<usize>,
+    /// Scenario file path, for the report.
+    pub scenario_file: String,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            output: None,
+            results_root: PathBuf::from("results"),
+            codec: Codec::default(),
+            interval: Duration::from_secs(1),
+            progress: false,
+            workers: None,
+            scenario_file: String::new(),
+        }
+    }
+}
+
+/// A run that could not start, or whose results could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Embedded(#[from] crate::server::EmbeddedError),
+    #[error("cannot resolve {target}: {reason}")]
+    Resolve { target: String, reason: String },
+    #[error("target {url} is not usable: {source}")]
+    Preflight {
+        url: String,
+        source: preflight::PreflightError,
+    },
+    #[error("{file}:{line}: tool `{tool}` is not listed by the target{}", suggest(.available))]
+    UnknownTool {
+        file: String,
+        line: usize,
+        tool: String,
+        available: Vec<String>,
+    },
+    #[error("cannot write results to {path}: {source}")]
+    Output {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start: {0}")]
+    Runtime(std::io::Error),
+}
+
+fn suggest(available: &[String]) -> String {
+    if available.is_empty() {
+        return " (it lists no tools)".into();
+    }
+    let shown: Vec<&str> = available.iter().take(20).map(String::as_str).collect();
+    let more = if available.len() > 20 {
+        format!(" and {} more", available.len() - 20)
+    } else {
+        String::new()
+    };
+    format!("\n  hint: it lists {}{more}", shown.join(", "))
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub summary: Summary,
+    pub dir: PathBuf,
+}
+
+struct Resolved {
+    endpoint: Endpoint,
+    url: String,
+    kind: &'static str,
+    headers: Vec<String>,
+    _embedded: Option<EmbeddedServers>,
+}
+
+fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
+    let max_body = 64 * 1024 * 1024;
+    match &plan.target {
+        Target::Embedded(e) => {
+            let threads = std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(4);
+            let servers = EmbeddedServers::start(
+                e.response,
+                e.catalog,
+                e.page_size,
+                e.backend.clone(),
+                threads,
+            )?;
+            let endpoint = Endpoint {
+                addr: servers.mcp_addr,
+                host: servers.mcp_addr.to_string(),
+                path: "/mcp".into(),
+                extra_headers: Vec::new(),
+                protocol: e.protocol,
+                codec: opts.codec,
+                max_body,
+                connect_timeout: plan.load.timeout,
+            };
+            Ok(Resolved {
+                url: servers.mcp_url(),
+                endpoint,
+                kind: "embedded",
+                headers: Vec::new(),
+                _embedded: Some(servers),
+            })
+        }
+        Target::Http(h) => {
+            let hostport = format!(
+                "{}:{}",
+                h.host.trim_start_matches('[').trim_end_matches(']'),
+                h.port
+            );
+            let addr: SocketAddr = hostport
+                .to_socket_addrs()
+                .map_err(|e| RunError::Resolve {
+                    target: h.url.clone(),
+                    reason: e.to_string(),
+                })?
+                .next()
+                .ok_or_else(|| RunError::Resolve {
+                    target: h.url.clone(),
+                    reason: "no address".into(),
+                })?;
+            let default_port = h.port == 80;
+            let mut host = if default_port {
+                h.host.clone()
+            } else {
+                format!("{}:{}", h.host, h.port)
+            };
+            let mut extra = Vec::new();
+            for (name, value) in &h.headers {
+                if name.eq_ignore_ascii_case("host") {
+                    host = value.clone();
+                    continue;
+                }
+                extra.extend_from_slice(name.as_bytes());
+                extra.extend_from_slice(b": ");
+                extra.extend_from_slice(value.as_bytes());
+                extra.extend_from_slice(b"\r\n");
+            }
+            let endpoint = Endpoint {
+                addr,
+                host,
+                path: h.path.clone(),
+                extra_headers: extra,
+                protocol: h.protocol,
+                codec: opts.codec,
+                max_body,
+                connect_timeout: plan.load.timeout,
+            };
+            Ok(Resolved {
+                url: h.url.clone(),
+                endpoint,
+                kind: "remote",
+                headers: h.headers.iter().map(|(n, _)| n.clone()).collect(),
+                _embedded: None,
+            })
+        }
+    }
+}
+
+/// Runs a plan to the end (or until `interrupt` is cancelled) and writes its results.
+pub fn run(
+    plan: Arc<Plan>,
+    opts: &RunOptions,
+    interrupt: CancellationToken,
+) -> Result<RunOutput, RunError> {
+    let resolved = resolve(&plan, opts)?;
+    let endpoint = Arc::new(resolved.endpoint);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(RunError::Runtime)?;
+
+    let pre = rt
+        .block_on(preflight::run(endpoint.clone(), plan.load.timeout))
+        .map_err(|source| RunError::Preflight {
+            url: resolved.url.clone(),
+            source,
+        })?;
+    for item in &plan.workload {
+        if let Method::ToolsCall { tool } = &item.method
+            && !pre.tools.iter().any(|t| t == tool)
+        {
+            return Err(RunError::UnknownTool {
+                file: opts.scenario_file.clone(),
+                line: item.line,
+                tool: tool.clone(),
+                available: pre.tools.clone(),
+            });
+        }
+    }
+
+    let started_wall = SystemTime::now();
+    let started_utc = time::OffsetDateTime::from(started_wall);
+    let dir = opts
+        .output
+        .clone()
+        .unwrap_or_else(|| files::default_dir(&opts.results_root, &plan.name, started_utc));
+    std::fs::create_dir_all(&dir).map_err(|source| RunError::Output {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let hlog_path = dir.join("latency.hlog");
+    let hlog = HlogWriter::create(&hlog_path, started_wall, &plan.ops).map_err(|source| {
+        RunError::Output {
+            path: hlog_path.display().to_string(),
+            source,
+        }
+    })?;
+
+    let workers = opts
+        .workers
+        .or(plan.load.workers)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(plan.load.concurrency)
+        .max(1);
+    let start = Instant::now() + Duration::from_millis(20);
+    let abort = CancellationToken::new();
+    let ctx = Arc::new(runner::Ctx {
+        templates: plan
+            .workload
+            .iter()
+            .map(workload::RequestTemplate::new)
+            .collect(),
+        mix: workload::Mix::new(&plan.workload),
+        plan: plan.clone(),
+        endpoint,
+        start,
+        warmup_end: start + plan.load.warmup,
+        end: start + plan.load.duration,
+        timeout: plan.load.timeout,
+        interval: opts.interval,
+        abort: abort.clone(),
+        aborted: std::sync::atomic::AtomicBool::new(false),
+        seed: started_wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(7, |d| d.as_nanos() as u64),
+    });
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut recyclers = Vec::new();
+    let mut threads = Vec::new();
+    for w in 0..workers {
+        let (rtx, rrx) = std::sync::mpsc::channel();
+        recyclers.push(rtx);
+        let vus: Vec<usize> = (0..plan.load.concurrency)
+            .filter(|v| v % workers == w)
+            .collect();
+        let (ctx, tx) = (ctx.clone(), tx.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("mcpbench-worker-{w}"))
+            .spawn(move || runner::worker(w, ctx, vus, tx, rrx))
+            .map_err(RunError::Runtime)?;
+        threads.push(t);
+    }
+    drop(tx);
+
+    let mut collector = Collector::new(plan.ops.clone(), opts.interval, recyclers, Some(hlog));
+    // Requests still running after the end get their timeout plus a margin, then are cancelled.
+    let drain_deadline = ctx.end + plan.load.timeout + Duration::from_secs(2);
+    let interrupted = rt.block_on(async {
+        let mut interrupted = false;
+        loop {
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    Some(m) => {
+                        for snap in collector.accept(m) {
+                            if opts.progress {
+                                progress_line(&snap, opts.interval);
+                            }
+                        }
+                        if collector.all_done() {
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+                _ = interrupt.cancelled(), if !interrupted => {
+                    interrupted = true;
+                    ctx.aborted.store(true, std::sync::atomic::Ordering::Relaxed);
+                    abort.cancel();
+                }
+                _ = tokio::time::sleep_until(drain_deadline.into()), if !abort.is_cancelled() => {
+                    ctx.aborted.store(true, std::sync::atomic::Ordering::Relaxed);
+                    abort.cancel();
+                }
+            }
+        }
+        interrupted
+    });
+    for t in threads {
+        let _ = t.join();
+    }
+    let run_end = Instant::now();
+    for snap in collector.finish() {
+        if opts.progress {
+            progress_line(&snap, opts.interval);
+        }
+    }
+    let measured_from = ctx.warmup_end.min(run_end);
+    let seconds = run_end
+        .saturating_duration_since(measured_from)
+        .as_secs_f64();
+
+    let totals = &collector.totals;
+    let operations: Vec<Operation> = plan
+        .ops
+        .iter()
+        .zip(&totals.ops)
+        .map(|(name, s)| Operation::from_shard(name, s, seconds))
+        .collect();
+    let warmup = plan
+        .ops
+        .iter()
+        .zip(&totals.warmup)
+        .filter(|(_, w)| w.0 > 0)
+        .map(|(name, w)| WarmupOperation {
+            name: name.clone(),
+            started: w.0,
+            outcomes: (&w.1).into(),
+        })
+        .collect();
+    let cpu: Option<Duration> = collector.ends.iter().map(|e| e.cpu).sum();
+    let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
+        + totals.warmup.iter().map(|w| w.0).sum::<u64>();
+    let totals_s = summary::totals(&operations, totals, seconds);
+    let mut notes = notes(&operations, &totals_s, totals.sessions.lingering_streams);
+    if let Some(e) = &collector.hlog_error {
+        notes.push(format!("latency.hlog is incomplete: {e}"));
+    }
+    let summary = Summary {
+        schema_version: summary::SCHEMA_VERSION,
+        mcpbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: ScenarioInfo {
+            name: plan.name.clone(),
+            file: opts.scenario_file.clone(),
+            description: plan.description.clone(),
+        },
+        started_at: started_utc
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        target: TargetInfo {
+            kind: resolved.kind.into(),
+            transport: "streamable-http".into(),
+            url: resolved.url.clone(),
+            headers: resolved.headers.clone(),
+            protocol_offered: plan.protocol().to_string(),
+            protocol_negotiated: pre.revision.to_string(),
+        },
+        load: LoadInfo {
+            model: "closed".into(),
+            concurrency: plan.load.concurrency,
+            duration_seconds: plan.load.duration.as_secs_f64(),
+            warmup_seconds: plan.load.warmup.as_secs_f64(),
+            timeout_seconds: plan.load.timeout.as_secs_f64(),
+            workers,
+        },
+        measured_seconds: (seconds * 1000.0).round() / 1000.0,
+        interrupted,
+        totals: totals_s,
+        operations,
+        warmup,
+        sessions: totals.sessions.into(),
+        generator: Generator {
+            workers,
+            cpu_seconds: cpu.map(|c| c.as_secs_f64()),
+            cpu_us_per_request: cpu
+                .filter(|_| all_started > 0)
+                .map(|c| (c.as_secs_f64() * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+        },
+        notes,
+    };
+    files::write_summary(&dir, &summary).map_err(|source| RunError::Output {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    Ok(RunOutput { summary, dir })
+}
+
+fn progress_line(s: &IntervalSnapshot, interval: Duration) {
+    let t = interval.as_secs_f64() * (s.index + 1) as f64;
+    let secs = interval.as_secs_f64();
+    if s.ended == 0 && s.warmup_ended > 0 {
+        eprintln!(
+            "[{t:>6.1}s] {:>10.1} req/s  (warm-up, not measured)",
+            s.warmup_ended as f64 / secs
+        );
+        return;
+    }
+    eprintln!(
+        "[{t:>6.1}s] {:>10.1} ok/s  p50 {:>8.3}ms  p99 {:>8.3}ms  errors {}",
+        s.ok as f64 / secs,
+        s.p50_us as f64 / 1000.0,
+        s.p99_us as f64 / 1000.0,
+        s.errors,
+    );
+}
+
+/// Things in the numbers a reader should not miss.
+fn notes(ops: &[Operation], totals: &summary::Totals, lingering: u64) -> Vec<String> {
+    let mut n = Vec::new();
+    if totals.unaccounted != 0 {
+        n.push(format!(
+            "{} requests are unaccounted for (started but never ended): this is a bug in mcpbench",
+            totals.unaccounted
+        ));
+    }
+    for op in ops {
+        if let Some(l) = &op.latency
+            && l.count >= 20
+            && l.p50_ms >= 38.0
+            && l.p50_ms <= 46.0
+            && l.p90_ms <= 48.0
+        {
+            n.push(format!(
+                    "{}: latency clusters at ~40 ms, the signature of Nagle's algorithm meeting delayed ACKs; check that the server sets TCP_NODELAY",
+                    op.name
+                ));
+        }
+        if op.outcomes.protocol.contains_key("wrong_id") {
+            n.push(format!(
+                "{}: responses carried the wrong JSON-RPC id (a proxy rewriting ids?)",
+                op.name
+            ));
+        }
+    }
+    if lingering > 0 {
+        n.push(format!("{lingering} SSE responses were not ended by the server after the response; those connections were dropped instead of reused"));
+    }
+    n
+}
+
+/// Renders the table for a finished run.
+pub fn render(out: &RunOutput) -> String {
+    let mut s = text::render(&out.summary);
+    s.push_str(&format!(
+        "results: {}/ (summary.json, latency.hlog)\n",
+        out.dir.display()
+    ));
+    s
+}

@@ -1,0 +1,38 @@
+//! mcpbench: a load generator and reference server for MCP servers and gateways.
+//!
+//! # Layout
+//!
+//! ```text
+//! cli         clap definitions: run | serve | validate
+//! scenario/   TOML as written (raw) → validated Plan (plan); argument generators (args)
+//! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc); protocol revisions (version)
+//! transport/  hot-path HTTP/1.1 client (http1); the one SSE decoder (sse);
+//!             MCP sessions over Streamable HTTP (streamable_http)
+//! driver/     the one generic runner: worker threads, virtual users, stop and warm-up
+//! metrics/    Outcome classes (outcome); per-worker histogram shards (recorder);
+//!             interval merging, HdrHistogram interval log (collector)
+//! report/     the one result model (summary) rendered as text, JSON and files
+//! server/     the reference MCP server: serve(listener, config, shutdown), tools, sessions
+//! ```
+//!
+//! # Data flow of `mcpbench run`
+//!
+//! ```text
+//! scenario.toml ─▶ scenario::load ─▶ Plan ─▶ driver::run
+//!   driver::run: [embedded servers] → preflight (reachability, tools) → N worker threads
+//!     worker thread (current-thread runtime): virtual users ─▶ StreamableHttp ─▶ target
+//!       each request: Recorder (thread-local shard: histograms + counters)
+//!     every interval: shard ─(one message per worker)─▶ collector ─▶ latency.hlog, progress
+//!   end: totals ─▶ report::Summary ─▶ table on stdout, summary.json
+//! ```
+//!
+//! The mock REST backend lives in the `mock-backend` workspace crate.
+
+pub mod cli;
+pub mod driver;
+pub mod metrics;
+pub mod protocol;
+pub mod report;
+pub mod scenario;
+pub mod server;
+pub mod transport;

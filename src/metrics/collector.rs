@@ -1,0 +1,334 @@
+//! Merges per-worker shards into intervals and totals, and writes the HdrHistogram interval log.
+//!
+//! Workers send one shard per interval (plus a final one); the collector merges the shards of
+//! an interval once every worker still running has reported it, writes that interval's
+//! histograms to `latency.hlog` (one tag per operation), adds them to the run's totals, and
+//! returns a small [`IntervalSnapshot`] for live display. Cleared shards go back to their
+//! worker for reuse, so steady state allocates nothing.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+
+use super::outcome::Class;
+use super::recorder::Recorder;
+
+/// A message from a worker.
+#[derive(Debug)]
+pub struct ShardMsg {
+    pub worker: usize,
+    /// Interval index (0 = the first interval after the start).
+    pub index: u64,
+    pub shard: Recorder,
+    /// Set on the worker's last message: its CPU time, when the platform reports it.
+    pub last: Option<WorkerEnd>,
+}
+
+/// What a worker reports when it ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorkerEnd {
+    pub cpu: Option<Duration>,
+}
+
+/// One merged interval, for live display and time series.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalSnapshot {
+    pub index: u64,
+    /// Requests that ended in the interval (all operations, measured phase).
+    pub ended: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// Of `ok` responses across operations, in microseconds.
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub warmup_ended: u64,
+}
+
+/// Writes an HdrHistogram interval log (V2 compressed histograms, values in µs).
+pub struct HlogWriter {
+    out: BufWriter<File>,
+    ser: V2DeflateSerializer,
+}
+
+impl std::fmt::Debug for HlogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HlogWriter")
+    }
+}
+
+impl HlogWriter {
+    pub fn create(path: &Path, start: SystemTime, ops: &[String]) -> std::io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        let mut ser = V2DeflateSerializer::new();
+        let mut b = IntervalLogWriterBuilder::new();
+        b.add_comment(&format!(
+            "mcpbench {} latency log; values in microseconds; one tag per operation: {}",
+            env!("CARGO_PKG_VERSION"),
+            ops.join(" ")
+        ));
+        b.with_start_time(start);
+        b.with_base_time(start);
+        b.begin_log_with(&mut out, &mut ser)?;
+        writeln!(
+            out,
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        )?;
+        Ok(HlogWriter { out, ser })
+    }
+
+    fn write(
+        &mut self,
+        tag: &str,
+        h: &hdrhistogram::Histogram<u64>,
+        start: Duration,
+        len: Duration,
+    ) -> std::io::Result<()> {
+        // A builder with no headers set writes nothing itself: this appends one interval line.
+        let mut w = IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.ser)?;
+        w.write_histogram(h, start, len, Tag::new(tag))
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Interval tags must not contain commas or spaces.
+pub fn tag_for(op: &str) -> String {
+    op.chars()
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct Pending {
+    reported: Vec<bool>,
+    merged: Recorder,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Collector {
+    ops: Vec<String>,
+    tags: Vec<String>,
+    interval: Duration,
+    last_index: Vec<Option<u64>>,
+    pending: BTreeMap<u64, Pending>,
+    next: u64,
+    pub totals: Recorder,
+    pub ends: Vec<WorkerEnd>,
+    hlog: Option<HlogWriter>,
+    recycle: Vec<Sender<Recorder>>,
+    /// A histogram used to compute the across-operations percentiles of an interval.
+    scratch: hdrhistogram::Histogram<u64>,
+    pub hlog_error: Option<std::io::Error>,
+}
+
+impl Collector {
+    pub fn new(
+        ops: Vec<String>,
+        interval: Duration,
+        recycle: Vec<Sender<Recorder>>,
+        hlog: Option<HlogWriter>,
+    ) -> Self {
+        let workers = recycle.len();
+        Collector {
+            tags: ops.iter().map(|o| tag_for(o)).collect(),
+            totals: Recorder::new(ops.len()),
+            ops,
+            interval,
+            last_index: vec![None; workers],
+            pending: BTreeMap::new(),
+            next: 0,
+            ends: vec![WorkerEnd::default(); workers],
+            hlog,
+            recycle,
+            scratch: super::recorder::new_histogram(),
+            hlog_error: None,
+        }
+    }
+
+    /// True once every worker has sent its last shard.
+    pub fn all_done(&self) -> bool {
+        self.last_index.iter().all(Option::is_some)
+    }
+
+    /// Takes one message; returns the intervals it completed.
+    pub fn accept(&mut self, msg: ShardMsg) -> Vec<IntervalSnapshot> {
+        let workers = self.recycle.len();
+        let ops = self.ops.len();
+        let p = self.pending.entry(msg.index).or_insert_with(|| Pending {
+            reported: vec![false; workers],
+            merged: Recorder::new(ops),
+        });
+        p.merged.merge(&msg.shard);
+        p.reported[msg.worker] = true;
+        if let Some(end) = msg.last {
+            self.last_index[msg.worker] = Some(msg.index);
+            self.ends[msg.worker] = end;
+        }
+        let mut shard = msg.shard;
+        shard.clear();
+        let _ = self.recycle[msg.worker].send(shard);
+        self.flush_ready()
+    }
+
+    fn complete(&self, index: u64, p: &Pending) -> bool {
+        p.reported
+            .iter()
+            .enumerate()
+            .all(|(w, &r)| r || self.last_index[w].is_some_and(|l| l < index))
+    }
+
+    fn flush_ready(&mut self) -> Vec<IntervalSnapshot> {
+        let mut out = Vec::new();
+        while let Some(p) = self.pending.get(&self.next) {
+            if !self.complete(self.next, p) {
+                break;
+            }
+            let p = self.pending.remove(&self.next).expect("present");
+            out.push(self.finish_interval(self.next, p.merged));
+            self.next += 1;
+        }
+        out
+    }
+
+    /// Flushes whatever is pending (at the end, or after an abort).
+    pub fn finish(&mut self) -> Vec<IntervalSnapshot> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut out = Vec::new();
+        for (index, p) in pending {
+            out.push(self.finish_interval(index, p.merged));
+        }
+        if let Some(h) = &mut self.hlog
+            && let Err(e) = h.flush()
+        {
+            self.hlog_error.get_or_insert(e);
+        }
+        out
+    }
+
+    fn finish_interval(&mut self, index: u64, merged: Recorder) -> IntervalSnapshot {
+        let start = self.interval * index as u32;
+        if let Some(h) = &mut self.hlog {
+            for (op, tag) in merged.ops.iter().zip(&self.tags) {
+                if let Some(hist) = op.hist(Class::Ok)
+                    && let Err(e) = h.write(tag, hist, start, self.interval)
+                {
+                    self.hlog_error.get_or_insert(e);
+                }
+            }
+        }
+        self.scratch.reset();
+        let mut snap = IntervalSnapshot {
+            index,
+            ..Default::default()
+        };
+        for op in &merged.ops {
+            snap.ended += op.counts.total();
+            snap.ok += op.counts.get(Class::Ok);
+            snap.errors += op.counts.errors();
+            if let Some(h) = op.hist(Class::Ok) {
+                let _ = self.scratch.add(h);
+            }
+        }
+        snap.warmup_ended = merged.warmup.iter().map(|w| w.1.total()).sum();
+        if !self.scratch.is_empty() {
+            snap.p50_us = self.scratch.value_at_quantile(0.5);
+            snap.p99_us = self.scratch.value_at_quantile(0.99);
+        }
+        self.totals.merge(&merged);
+        snap
+    }
+
+    pub fn ops(&self) -> &[String] {
+        &self.ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::outcome::Outcome;
+    use crate::metrics::recorder::Phase;
+
+    fn shard(n: u64) -> Recorder {
+        let mut r = Recorder::new(1);
+        for _ in 0..n {
+            r.started(0, Phase::Measured);
+            r.record(0, Phase::Measured, Outcome::Ok, Duration::from_millis(2));
+        }
+        r
+    }
+
+    #[test]
+    fn merges_intervals_when_every_running_worker_reported() {
+        let (a, _ra) = std::sync::mpsc::channel();
+        let (b, rb) = std::sync::mpsc::channel();
+        let mut c = Collector::new(vec!["op".into()], Duration::from_secs(1), vec![a, b], None);
+        assert!(
+            c.accept(ShardMsg {
+                worker: 0,
+                index: 0,
+                shard: shard(2),
+                last: None
+            })
+            .is_empty()
+        );
+        let done = c.accept(ShardMsg {
+            worker: 1,
+            index: 0,
+            shard: shard(3),
+            last: None,
+        });
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].ok, 5);
+        assert!(rb.try_recv().is_ok(), "shards are recycled");
+        // Worker 1 ends at interval 1; worker 0 goes on alone.
+        assert!(
+            c.accept(ShardMsg {
+                worker: 1,
+                index: 1,
+                shard: shard(1),
+                last: Some(WorkerEnd::default())
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            c.accept(ShardMsg {
+                worker: 0,
+                index: 1,
+                shard: shard(1),
+                last: None
+            })
+            .len(),
+            1
+        );
+        assert_eq!(
+            c.accept(ShardMsg {
+                worker: 0,
+                index: 2,
+                shard: shard(4),
+                last: Some(WorkerEnd::default())
+            })[0]
+                .ok,
+            4
+        );
+        assert!(c.all_done());
+        assert_eq!(c.totals.ops[0].started, 11);
+        assert_eq!(c.totals.ops[0].counts.total(), 11);
+    }
+}

@@ -1,0 +1,247 @@
+//! How one request ended. Per-request failures are data, never strings: an `Outcome` is a
+//! small `Copy` value counted into fixed arrays.
+
+use std::fmt;
+
+/// The end of one started request (DESIGN.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A JSON-RPC result.
+    Ok,
+    /// A `tools/call` result with `isError: true`: the RPC worked, the tool failed.
+    ToolError,
+    /// A JSON-RPC error response, by code.
+    RpcError(i64),
+    /// An HTTP status other than the expected one, by status.
+    Http(u16),
+    /// No complete answer within the request timeout.
+    Timeout,
+    /// The connection could not be established.
+    Connect,
+    /// The connection broke (reset, closed early, truncated body).
+    Io,
+    /// The peer answered something that breaks the protocol.
+    Protocol(ProtocolKind),
+    /// Stopped by the generator (Ctrl-C, end of drain) before an answer arrived.
+    Cancelled,
+}
+
+/// The outcome classes, as array indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Class {
+    Ok,
+    ToolError,
+    RpcError,
+    Http,
+    Timeout,
+    Connect,
+    Io,
+    Protocol,
+    Cancelled,
+}
+
+impl Class {
+    pub const COUNT: usize = 9;
+    pub const ALL: [Class; Class::COUNT] = [
+        Class::Ok,
+        Class::ToolError,
+        Class::RpcError,
+        Class::Http,
+        Class::Timeout,
+        Class::Connect,
+        Class::Io,
+        Class::Protocol,
+        Class::Cancelled,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Ok => "ok",
+            Class::ToolError => "tool_error",
+            Class::RpcError => "rpc_error",
+            Class::Http => "http",
+            Class::Timeout => "timeout",
+            Class::Connect => "connect",
+            Class::Io => "io",
+            Class::Protocol => "protocol",
+            Class::Cancelled => "cancelled",
+        }
+    }
+
+    /// The request got an answer from the peer, good or bad at the MCP level.
+    pub fn is_completed(self) -> bool {
+        matches!(self, Class::Ok | Class::ToolError | Class::RpcError)
+    }
+}
+
+impl Outcome {
+    pub fn class(self) -> Class {
+        match self {
+            Outcome::Ok => Class::Ok,
+            Outcome::ToolError => Class::ToolError,
+            Outcome::RpcError(_) => Class::RpcError,
+            Outcome::Http(_) => Class::Http,
+            Outcome::Timeout => Class::Timeout,
+            Outcome::Connect => Class::Connect,
+            Outcome::Io => Class::Io,
+            Outcome::Protocol(_) => Class::Protocol,
+            Outcome::Cancelled => Class::Cancelled,
+        }
+    }
+}
+
+/// Ways a peer breaks the protocol, counted separately so a report can say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProtocolKind {
+    /// The body or event was not valid JSON.
+    BadJson,
+    /// Valid JSON but not a JSON-RPC message (or a batch where none is allowed).
+    NotJsonRpc,
+    /// A response whose id is not the request's id.
+    WrongId,
+    /// The HTTP response was malformed.
+    BadHttp,
+    /// A 200 response with a content type that is neither JSON nor SSE.
+    BadContentType,
+    /// The SSE stream ended without the response.
+    NoResponse,
+    /// The response exceeded the configured size bound.
+    TooLarge,
+    /// The server did not behave as the negotiated revision requires (e.g. no session id,
+    /// an unsupported revision in the initialize result).
+    Handshake,
+}
+
+impl ProtocolKind {
+    pub const COUNT: usize = 8;
+    pub const ALL: [ProtocolKind; ProtocolKind::COUNT] = [
+        ProtocolKind::BadJson,
+        ProtocolKind::NotJsonRpc,
+        ProtocolKind::WrongId,
+        ProtocolKind::BadHttp,
+        ProtocolKind::BadContentType,
+        ProtocolKind::NoResponse,
+        ProtocolKind::TooLarge,
+        ProtocolKind::Handshake,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolKind::BadJson => "bad_json",
+            ProtocolKind::NotJsonRpc => "not_jsonrpc",
+            ProtocolKind::WrongId => "wrong_id",
+            ProtocolKind::BadHttp => "bad_http",
+            ProtocolKind::BadContentType => "bad_content_type",
+            ProtocolKind::NoResponse => "no_response",
+            ProtocolKind::TooLarge => "too_large",
+            ProtocolKind::Handshake => "handshake",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::RpcError(c) => write!(f, "rpc_error({c})"),
+            Outcome::Http(s) => write!(f, "http({s})"),
+            Outcome::Protocol(k) => write!(f, "protocol({})", k.name()),
+            other => f.write_str(other.class().name()),
+        }
+    }
+}
+
+/// Exact counts of outcomes; codes and statuses are kept by value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutcomeCounts {
+    pub by_class: [u64; Class::COUNT],
+    /// (JSON-RPC error code, count), in first-seen order. Few distinct codes occur, so a
+    /// linear scan beats a map and allocates only when a new code appears.
+    pub rpc_codes: Vec<(i64, u64)>,
+    /// (HTTP status, count).
+    pub http_statuses: Vec<(u16, u64)>,
+    pub protocol: [u64; ProtocolKind::COUNT],
+}
+
+impl OutcomeCounts {
+    pub fn add(&mut self, o: Outcome) {
+        self.by_class[o.class() as usize] += 1;
+        match o {
+            Outcome::RpcError(code) => bump(&mut self.rpc_codes, code, 1),
+            Outcome::Http(status) => bump(&mut self.http_statuses, status, 1),
+            Outcome::Protocol(kind) => self.protocol[kind as usize] += 1,
+            _ => {}
+        }
+    }
+
+    pub fn merge(&mut self, other: &OutcomeCounts) {
+        for (a, b) in self.by_class.iter_mut().zip(other.by_class) {
+            *a += b;
+        }
+        for (a, b) in self.protocol.iter_mut().zip(other.protocol) {
+            *a += b;
+        }
+        for &(c, n) in &other.rpc_codes {
+            bump(&mut self.rpc_codes, c, n);
+        }
+        for &(s, n) in &other.http_statuses {
+            bump(&mut self.http_statuses, s, n);
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.by_class.iter().sum()
+    }
+
+    pub fn get(&self, c: Class) -> u64 {
+        self.by_class[c as usize]
+    }
+
+    /// Everything that is not `ok` or `tool_error`.
+    pub fn errors(&self) -> u64 {
+        self.total() - self.get(Class::Ok) - self.get(Class::ToolError)
+    }
+
+    pub fn clear(&mut self) {
+        self.by_class = [0; Class::COUNT];
+        self.protocol = [0; ProtocolKind::COUNT];
+        self.rpc_codes.clear();
+        self.http_statuses.clear();
+    }
+}
+
+fn bump<K: PartialEq + Copy>(v: &mut Vec<(K, u64)>, k: K, n: u64) {
+    match v.iter_mut().find(|(key, _)| *key == k) {
+        Some((_, c)) => *c += n,
+        None => v.push((k, n)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_and_merge_exactly() {
+        let mut a = OutcomeCounts::default();
+        for o in [
+            Outcome::Ok,
+            Outcome::Ok,
+            Outcome::RpcError(-32601),
+            Outcome::Http(500),
+            Outcome::Http(500),
+            Outcome::Http(404),
+            Outcome::Protocol(ProtocolKind::WrongId),
+            Outcome::Timeout,
+        ] {
+            a.add(o);
+        }
+        let mut b = a.clone();
+        b.merge(&a);
+        assert_eq!(b.total(), 16);
+        assert_eq!(b.get(Class::Ok), 4);
+        assert_eq!(b.http_statuses, vec![(500, 4), (404, 2)]);
+        assert_eq!(b.protocol[ProtocolKind::WrongId as usize], 2);
+        assert_eq!(b.errors(), 12);
+        assert_eq!(Outcome::Http(503).to_string(), "http(503)");
+    }
+}

@@ -1,0 +1,4 @@
+//! MCP on the wire: JSON-RPC envelopes (`jsonrpc`) and protocol revisions (`version`).
+
+pub mod jsonrpc;
+pub mod version;

@@ -1,0 +1,40 @@
+//! The run directory: `results/<UTC time>-<name>/` with `summary.json` and `latency.hlog`.
+
+use std::path::{Path, PathBuf};
+
+use super::summary::Summary;
+
+/// `results/20261130T101500Z-quickstart`.
+pub fn default_dir(root: &Path, name: &str, started: time::OffsetDateTime) -> PathBuf {
+    let stamp = started
+        .format(time::macros::format_description!(
+            "[year][month][day]T[hour][minute][second]Z"
+        ))
+        .unwrap_or_else(|_| "run".into());
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    root.join(format!("{stamp}-{safe}"))
+}
+
+/// Writes `summary.json` (pretty, with a trailing newline).
+pub fn write_summary(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
+    let path = dir.join("summary.json");
+    let mut text = serde_json::to_string_pretty(s).map_err(std::io::Error::other)?;
+    text.push('\n');
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Reads a `summary.json` back.
+pub fn read_summary(path: &Path) -> std::io::Result<Summary> {
+    let text = std::fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(std::io::Error::other)
+}

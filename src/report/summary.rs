@@ -1,0 +1,290 @@
+//! The one result model of a run. Everything else (the table, summary.json, later Markdown and
+//! HTML) is a rendering of a [`Summary`]. Its JSON form is versioned and described by
+//! `results/schema.json`.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::outcome::{Class, OutcomeCounts, ProtocolKind};
+use crate::metrics::recorder::{OpShard, Recorder, SessionCounts};
+
+/// Version of the summary.json format; bump on incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub mcpbench_version: String,
+    pub scenario: ScenarioInfo,
+    /// UTC, RFC 3339.
+    pub started_at: String,
+    pub target: TargetInfo,
+    pub load: LoadInfo,
+    /// Seconds from the end of warm-up to the end of the run (the throughput denominator).
+    pub measured_seconds: f64,
+    /// The run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+    pub totals: Totals,
+    pub operations: Vec<Operation>,
+    pub warmup: Vec<WarmupOperation>,
+    pub sessions: Sessions,
+    pub generator: Generator,
+    /// Things the reader should know: anomalies detected in what was measured, and warnings.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TargetInfo {
+    /// `embedded` (built-in reference server) or `remote`.
+    pub kind: String,
+    pub transport: String,
+    /// The URL (never contains credentials; header values are never reported).
+    pub url: String,
+    /// Names of the extra headers sent (values omitted: they may be secrets).
+    pub headers: Vec<String>,
+    pub protocol_offered: String,
+    pub protocol_negotiated: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadInfo {
+    pub model: String,
+    pub concurrency: usize,
+    pub duration_seconds: f64,
+    pub warmup_seconds: f64,
+    pub timeout_seconds: f64,
+    pub workers: usize,
+}
+
+/// Counts across all operations (measured phase).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    pub started: u64,
+    /// Answered by the peer: ok + tool_error + rpc_error.
+    pub completed: u64,
+    /// http, timeout, connect, io, protocol.
+    pub failed: u64,
+    pub cancelled: u64,
+    pub ok: u64,
+    /// `started - (completed + failed + cancelled)`; anything but 0 is a bug in mcpbench.
+    pub unaccounted: i64,
+    /// ok responses per second.
+    pub throughput: f64,
+    /// Everything not ok or tool_error, over all ended.
+    pub error_rate: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub stdev_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    pub fn from_hist(h: &Histogram<u64>) -> Self {
+        let ms = |us: f64| (us / 1000.0 * 1000.0).round() / 1000.0;
+        Latency {
+            count: h.len(),
+            min_ms: ms(h.min() as f64),
+            mean_ms: ms(h.mean()),
+            stdev_ms: ms(h.stdev()),
+            p50_ms: ms(h.value_at_quantile(0.5) as f64),
+            p90_ms: ms(h.value_at_quantile(0.9) as f64),
+            p99_ms: ms(h.value_at_quantile(0.99) as f64),
+            p999_ms: ms(h.value_at_quantile(0.999) as f64),
+            max_ms: ms(h.max() as f64),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Outcomes {
+    pub ok: u64,
+    pub tool_error: u64,
+    /// JSON-RPC error code → count.
+    pub rpc_error: BTreeMap<String, u64>,
+    /// HTTP status → count.
+    pub http: BTreeMap<String, u64>,
+    pub timeout: u64,
+    pub connect: u64,
+    pub io: u64,
+    /// Kind of protocol violation → count.
+    pub protocol: BTreeMap<String, u64>,
+    pub cancelled: u64,
+}
+
+impl From<&OutcomeCounts> for Outcomes {
+    fn from(c: &OutcomeCounts) -> Self {
+        Outcomes {
+            ok: c.get(Class::Ok),
+            tool_error: c.get(Class::ToolError),
+            rpc_error: c
+                .rpc_codes
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            http: c
+                .http_statuses
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            timeout: c.get(Class::Timeout),
+            connect: c.get(Class::Connect),
+            io: c.get(Class::Io),
+            protocol: ProtocolKind::ALL
+                .iter()
+                .filter(|k| c.protocol[**k as usize] > 0)
+                .map(|k| (k.name().to_string(), c.protocol[*k as usize]))
+                .collect(),
+            cancelled: c.get(Class::Cancelled),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Operation {
+    /// `initialize`, `tools/list` or `tools/call:<tool>`.
+    pub name: String,
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    /// ok responses per second over the measured window.
+    pub throughput: f64,
+    /// Latency of ok responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// Latency of the other outcome classes that occurred.
+    pub latency_by_outcome: BTreeMap<String, Latency>,
+    pub outcomes: Outcomes,
+    /// Responses that arrived as SSE streams.
+    pub streamed: u64,
+    /// SSE events received on those streams.
+    pub events: u64,
+    /// Time to the first SSE event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_event: Option<Latency>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WarmupOperation {
+    pub name: String,
+    pub started: u64,
+    pub outcomes: Outcomes,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sessions {
+    pub opened: u64,
+    pub expired: u64,
+    pub connections: u64,
+    pub lingering_streams: u64,
+}
+
+impl From<SessionCounts> for Sessions {
+    fn from(s: SessionCounts) -> Self {
+        Sessions {
+            opened: s.opened,
+            expired: s.expired,
+            connections: s.connections,
+            lingering_streams: s.lingering_streams,
+        }
+    }
+}
+
+/// What the generator itself cost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Generator {
+    pub workers: usize,
+    /// CPU time of the worker threads (user + system), when the platform reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// Worker CPU time per request started (warm-up included), in microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_request: Option<f64>,
+}
+
+impl Operation {
+    pub fn from_shard(name: &str, s: &OpShard, seconds: f64) -> Self {
+        let c = &s.counts;
+        let completed = c.get(Class::Ok) + c.get(Class::ToolError) + c.get(Class::RpcError);
+        let cancelled = c.get(Class::Cancelled);
+        let failed = c.total() - completed - cancelled;
+        let latency_by_outcome = Class::ALL
+            .iter()
+            .filter(|cl| **cl != Class::Ok)
+            .filter_map(|cl| {
+                s.hist(*cl)
+                    .map(|h| (cl.name().to_string(), Latency::from_hist(h)))
+            })
+            .collect();
+        Operation {
+            name: name.to_string(),
+            started: s.started,
+            completed,
+            failed,
+            cancelled,
+            throughput: rate(c.get(Class::Ok), seconds),
+            latency: s.hist(Class::Ok).map(Latency::from_hist),
+            latency_by_outcome,
+            outcomes: c.into(),
+            streamed: s.streamed,
+            events: s.events,
+            first_event: s
+                .first_event
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(Latency::from_hist),
+        }
+    }
+}
+
+fn rate(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        (n as f64 / seconds * 10.0).round() / 10.0
+    } else {
+        0.0
+    }
+}
+
+/// Totals over operations.
+pub fn totals(ops: &[Operation], totals: &Recorder, seconds: f64) -> Totals {
+    let started: u64 = ops.iter().map(|o| o.started).sum();
+    let completed: u64 = ops.iter().map(|o| o.completed).sum();
+    let failed: u64 = ops.iter().map(|o| o.failed).sum();
+    let cancelled: u64 = ops.iter().map(|o| o.cancelled).sum();
+    let ok: u64 = totals.ops.iter().map(|o| o.counts.get(Class::Ok)).sum();
+    let ended = completed + failed + cancelled;
+    let errors: u64 = totals.ops.iter().map(|o| o.counts.errors()).sum();
+    Totals {
+        started,
+        completed,
+        failed,
+        cancelled,
+        ok,
+        unaccounted: started as i64 - ended as i64,
+        throughput: rate(ok, seconds),
+        error_rate: if ended > 0 {
+            errors as f64 / ended as f64
+        } else {
+            0.0
+        },
+    }
+}

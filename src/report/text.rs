@@ -1,0 +1,151 @@
+//! The summary as a terminal table.
+
+use std::fmt::Write;
+
+use super::summary::{Latency, Operation, Outcomes, Summary};
+
+fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2}s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0}ms")
+    } else if v >= 10.0 {
+        format!("{v:.1}ms")
+    } else {
+        format!("{v:.2}ms")
+    }
+}
+
+/// Non-zero outcome counts, e.g. `ok 1200, http(500) 3, protocol(wrong_id) 1`.
+pub fn outcomes_line(o: &Outcomes) -> String {
+    let mut parts = Vec::new();
+    let mut push = |name: String, n: u64| {
+        if n > 0 {
+            parts.push(format!("{name} {n}"));
+        }
+    };
+    push("ok".into(), o.ok);
+    push("tool_error".into(), o.tool_error);
+    for (code, n) in &o.rpc_error {
+        push(format!("rpc_error({code})"), *n);
+    }
+    for (status, n) in &o.http {
+        push(format!("http({status})"), *n);
+    }
+    push("timeout".into(), o.timeout);
+    push("connect".into(), o.connect);
+    push("io".into(), o.io);
+    for (kind, n) in &o.protocol {
+        push(format!("protocol({kind})"), *n);
+    }
+    push("cancelled".into(), o.cancelled);
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn row(out: &mut String, op: &Operation) {
+    let lat = |f: fn(&Latency) -> f64| {
+        op.latency
+            .as_ref()
+            .map(|l| ms(f(l)))
+            .unwrap_or_else(|| "-".into())
+    };
+    let _ = writeln!(
+        out,
+        "{:<28} {:>9} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+        op.name,
+        op.started,
+        op.throughput,
+        lat(|l| l.p50_ms),
+        lat(|l| l.p90_ms),
+        lat(|l| l.p99_ms),
+        lat(|l| l.p999_ms),
+        lat(|l| l.max_ms),
+        outcomes_line(&op.outcomes)
+    );
+}
+
+/// Renders the end-of-run report.
+pub fn render(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mcpbench {}: {} target {} ({}, protocol {} negotiated), {} virtual users, {:.0}s{}",
+        s.scenario.name,
+        s.target.kind,
+        s.target.url,
+        s.target.transport,
+        s.target.protocol_negotiated,
+        s.load.concurrency,
+        s.load.duration_seconds,
+        if s.load.warmup_seconds > 0.0 {
+            format!(" ({:.0}s warm-up excluded)", s.load.warmup_seconds)
+        } else {
+            String::new()
+        },
+    );
+    if s.interrupted {
+        let _ = writeln!(out, "INTERRUPTED: partial results");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<28} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}  outcomes",
+        "operation", "requests", "ok/s", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for op in s.operations.iter().filter(|o| o.started > 0) {
+        row(&mut out, op);
+    }
+    for op in &s.operations {
+        if let Some(fe) = &op.first_event {
+            let _ = writeln!(
+                out,
+                "  {}: {} streamed responses, {} events, first event p50 {} p99 {}",
+                op.name,
+                op.streamed,
+                op.events,
+                ms(fe.p50_ms),
+                ms(fe.p99_ms)
+            );
+        }
+    }
+    let t = &s.totals;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "total: {} started = {} completed + {} failed + {} cancelled{}; {:.1} ok/s over {:.1}s; error rate {:.2}%",
+        t.started,
+        t.completed,
+        t.failed,
+        t.cancelled,
+        if t.unaccounted != 0 {
+            format!(" (UNACCOUNTED {})", t.unaccounted)
+        } else {
+            String::new()
+        },
+        t.throughput,
+        s.measured_seconds,
+        t.error_rate * 100.0
+    );
+    let se = &s.sessions;
+    let _ = write!(
+        out,
+        "sessions: {} opened, {} expired (404) and reopened; {} connections",
+        se.opened, se.expired, se.connections
+    );
+    if let Some(cpu) = s.generator.cpu_us_per_request {
+        let _ = write!(
+            out,
+            "; generator CPU {cpu:.2} µs/request on {} worker threads",
+            s.generator.workers
+        );
+    }
+    let _ = writeln!(out);
+    for n in &s.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}

@@ -1,0 +1,115 @@
+//! Scenario files: TOML as written (`raw`) → a validated [`Plan`] (`plan`), with argument
+//! generators (`args`). Every error names the file, line, column and key, with a hint.
+
+pub mod args;
+pub mod duration;
+mod locate;
+pub mod plan;
+pub mod raw;
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+pub use plan::{Embedded, HttpTarget, Load, Method, Plan, Target, WorkItem};
+
+/// A problem at a place in a scenario file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub key: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Why a scenario could not become a plan.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(Box<Diagnostic>),
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        if !self.key.is_empty() {
+            write!(f, "`{}`: ", self.key)?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n  hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Source text plus its name, for building diagnostics.
+pub(crate) struct Source<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    pub fn error(
+        &self,
+        span: Range<usize>,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> ScenarioError {
+        let loc = locate::locate(self.text, span.start);
+        ScenarioError::Invalid(Box::new(Diagnostic {
+            file: self.name.to_string(),
+            line: loc.line,
+            column: loc.column,
+            key: loc.key,
+            message: message.into(),
+            hint,
+        }))
+    }
+
+    /// Like [`Source::error`] but with the key given (for spans that cover a whole table).
+    pub fn error_at_key(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> ScenarioError {
+        let loc = locate::locate(self.text, span.start);
+        ScenarioError::Invalid(Box::new(Diagnostic {
+            file: self.name.to_string(),
+            line: loc.line,
+            column: loc.column,
+            key: key.to_string(),
+            message: message.into(),
+            hint,
+        }))
+    }
+}
+
+/// Reads and validates a scenario file.
+pub fn load(path: &Path) -> Result<Plan, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        file: path.display().to_string(),
+        source,
+    })?;
+    parse(&path.display().to_string(), &text, &|k| {
+        std::env::var(k).ok()
+    })
+}
+
+/// Validates scenario text; `name` is used in diagnostics, `env` resolves `${NAME}`.
+pub fn parse(
+    name: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, ScenarioError> {
+    plan::build(&Source { name, text }, env)
+}

@@ -1,0 +1,828 @@
+//! The validated plan: what a run will do, with every value checked and every default filled.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::args::{ArgTemplate, expand_env};
+use super::raw::{KNOWN_KEYS, RawEmbedded, RawLoad, RawScenario, RawTarget, RawWorkload};
+use super::{ScenarioError, Source, duration};
+use crate::protocol::version::Revision;
+use crate::server::ResponseMode;
+
+/// A validated scenario.
+#[derive(Debug)]
+pub struct Plan {
+    pub name: String,
+    pub description: Option<String>,
+    pub target: Target,
+    pub load: Load,
+    pub workload: Vec<WorkItem>,
+    /// Operation names; a request's op is an index here. `0` is always `initialize`.
+    pub ops: Vec<String>,
+}
+
+/// Index of the `initialize` operation.
+pub const OP_INITIALIZE: usize = 0;
+
+/// Where load goes.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// The built-in reference server and mock backend, started in-process on 127.0.0.1.
+    Embedded(Embedded),
+    Http(HttpTarget),
+}
+
+/// Options for the embedded reference server and mock backend.
+#[derive(Debug, Clone)]
+pub struct Embedded {
+    pub response: ResponseMode,
+    pub catalog: usize,
+    pub page_size: usize,
+    pub backend: mock_backend::Knobs,
+    pub protocol: Revision,
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Embedded {
+            response: ResponseMode::Json,
+            catalog: 0,
+            page_size: 100,
+            backend: mock_backend::Knobs::default(),
+            protocol: Revision::LATEST_HANDSHAKE,
+        }
+    }
+}
+
+/// A Streamable HTTP target.
+#[derive(Debug, Clone)]
+pub struct HttpTarget {
+    /// The URL as written (for reports; it never carries secrets — headers do).
+    pub url: String,
+    pub host: String,
+    pub port: u16,
+    /// Path and query.
+    pub path: String,
+    /// Extra headers; values may be secrets and are never logged or reported.
+    pub headers: Vec<(String, String)>,
+    pub protocol: Revision,
+}
+
+/// How much load, for how long.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// Virtual users (closed loop): each runs one request at a time on its own session.
+    pub concurrency: usize,
+    pub duration: Duration,
+    /// Excluded from the results (its requests are counted separately).
+    pub warmup: Duration,
+    pub timeout: Duration,
+    /// Generator threads; `None` picks one per core, at most one per virtual user.
+    pub workers: Option<usize>,
+}
+
+/// What a workload entry sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    ToolsList,
+    ToolsCall { tool: String },
+}
+
+/// One weighted entry of the workload mix.
+#[derive(Debug)]
+pub struct WorkItem {
+    pub method: Method,
+    pub weight: u32,
+    /// Index into [`Plan::ops`].
+    pub op: usize,
+    pub arguments: ArgTemplate,
+    /// Where it is written, for later errors (e.g. an unknown tool on a remote target).
+    pub line: usize,
+}
+
+impl Plan {
+    pub fn protocol(&self) -> Revision {
+        match &self.target {
+            Target::Embedded(e) => e.protocol,
+            Target::Http(h) => h.protocol,
+        }
+    }
+}
+
+pub(crate) fn build(
+    src: &Source<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, ScenarioError> {
+    let raw: RawScenario = toml::from_str(src.text).map_err(|e| toml_error(src, &e))?;
+    let name = raw
+        .name
+        .as_ref()
+        .map(|n| n.get_ref().clone())
+        .unwrap_or_else(|| stem(src.name));
+    if let Some(n) = &raw.name
+        && (n.get_ref().trim().is_empty() || n.get_ref().contains(['/', '\\']))
+    {
+        return Err(src.error(
+            n.span(),
+            "name must be non-empty and contain no slashes",
+            Some("it names the results directory, e.g. name = \"gateway-smoke\"".into()),
+        ));
+    }
+    let protocol_default = Revision::LATEST_HANDSHAKE;
+    let target = match (&raw.target, &raw.embedded) {
+        (Some(t), Some(e)) => {
+            return Err(src.error_at_key(
+                e.span(),
+                "embedded",
+                "[embedded] configures the built-in server, which only runs when [target] is omitted",
+                Some(format!("remove [embedded], or remove the [target] at line {}", line_of(src, t.span().start))),
+            ));
+        }
+        (Some(t), None) => Target::Http(target(src, t, env)?),
+        (None, e) => Target::Embedded(embedded(src, e.as_ref(), protocol_default)?),
+    };
+    let load_raw = raw.load.as_ref().ok_or_else(|| {
+        src.error_at_key(
+            0..0,
+            "load",
+            "the [load] table is missing",
+            Some("add:\n    [load]\n    concurrency = 16\n    duration = \"30s\"".into()),
+        )
+    })?;
+    let load = load(src, load_raw)?;
+    if raw.workload.is_empty() {
+        return Err(src.error_at_key(
+            src.text.len()..src.text.len(),
+            "workload",
+            "no [[workload]] entries: there is nothing to send",
+            Some("add one:\n    [[workload]]\n    method = \"tools/call\"\n    tool = \"echo\"\n    arguments = { message = \"hi\" }".into()),
+        ));
+    }
+    let mut ops = vec!["initialize".to_string()];
+    let mut workload = Vec::with_capacity(raw.workload.len());
+    for w in &raw.workload {
+        workload.push(work_item(src, w, &target, &mut ops, env)?);
+    }
+    Ok(Plan {
+        name,
+        description: raw.description.clone(),
+        target,
+        load,
+        workload,
+        ops,
+    })
+}
+
+fn stem(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "scenario".into())
+}
+
+fn line_of(src: &Source<'_>, offset: usize) -> usize {
+    src.text[..offset.min(src.text.len())].matches('\n').count() + 1
+}
+
+fn toml_error(src: &Source<'_>, e: &toml::de::Error) -> ScenarioError {
+    let span = e.span().unwrap_or(0..0);
+    let raw_msg = e.message().trim().to_string();
+    let mut message = raw_msg
+        .replace("expected u32", "expected a non-negative integer")
+        .replace("expected f64", "expected a number")
+        .replace("expected a string", "expected a string (in quotes)");
+    let loc_key = super::locate::locate(src.text, span.start).key;
+    let mut hint = key_hint(&loc_key);
+    if let Some(field) = between(&raw_msg, "unknown field `", "`") {
+        let table = table_of(&loc_key, field);
+        let known = KNOWN_KEYS
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map(|(_, k)| *k)
+            .unwrap_or(&[]);
+        message = format!("unknown key `{field}`");
+        hint = Some(match closest(field, known) {
+            Some(k) => format!("did you mean `{k}`? (keys here: {})", known.join(", ")),
+            None => format!("keys here: {}", known.join(", ")),
+        });
+    } else if let Some(field) = between(&raw_msg, "missing field `", "`") {
+        message = format!("missing key `{field}`");
+    }
+    if hint.is_none() && span.is_empty() {
+        hint =
+            Some("check the TOML syntax: key = value, strings in quotes, [table] headers".into());
+    }
+    src.error(span, message, hint)
+}
+
+/// The table an unknown key was found in, from the located key path.
+fn table_of(path: &str, field: &str) -> String {
+    let path = strip_indexes(path);
+    let trimmed = path
+        .strip_suffix(field)
+        .unwrap_or(&path)
+        .trim_end_matches('.');
+    trimmed.to_string()
+}
+
+fn strip_indexes(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut depth = 0;
+    for c in path.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let i = s.find(start)? + start.len();
+    let j = s[i..].find(end)? + i;
+    Some(&s[i..j])
+}
+
+/// The known key nearest to `word` by edit distance, if it is plausibly a typo.
+pub(crate) fn closest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn key_hint(path: &str) -> Option<String> {
+    let key = strip_indexes(path);
+    let h = match key.as_str() {
+        "name" => "a short name for the run, e.g. name = \"gateway-smoke\"",
+        "load.concurrency" => "the number of virtual users, a positive integer: concurrency = 16",
+        "load.duration" | "load.warmup" | "load.timeout" => {
+            "a duration in quotes, e.g. \"30s\", \"500ms\", \"2m\""
+        }
+        "load.workers" => "generator threads, a positive integer (default: one per core)",
+        "load.model" => "\"closed\" (virtual users)",
+        "workload.weight" => {
+            "a positive integer; entries are picked in proportion to their weights"
+        }
+        "workload.method" => "\"tools/list\" or \"tools/call\"",
+        "workload.tool" => "the name of a tool the target lists",
+        "target.url" => "e.g. url = \"http://127.0.0.1:8080/mcp\"",
+        "target.transport" => "\"streamable-http\"",
+        "target.protocol" => "one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25",
+        "embedded.response" => "\"json\" or \"sse\"",
+        "embedded.catalog" => {
+            "the number of synthetic tools the built-in server adds to tools/list"
+        }
+        "embedded.page_size" => "tools per tools/list page, a positive integer",
+        "embedded.backend_latency" => {
+            "e.g. \"5ms\", \"uniform:1ms..10ms\", \"lognormal:p50=2ms,p99=20ms\""
+        }
+        "embedded.backend_error_rate" => "a fraction from 0.0 to 1.0",
+        "embedded.backend_payload" => "extra bytes in each backend response",
+        _ => return None,
+    };
+    Some(h.to_string())
+}
+
+fn target(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<HttpTarget, ScenarioError> {
+    let raw = t.get_ref();
+    if let Some(tr) = &raw.transport
+        && tr.get_ref() != "streamable-http"
+    {
+        return Err(src.error(
+            tr.span(),
+            format!(
+                "transport `{}` is not supported by this build",
+                tr.get_ref()
+            ),
+            Some("supported: \"streamable-http\"".into()),
+        ));
+    }
+    let url_s = raw.url.as_ref().ok_or_else(|| {
+        src.error_at_key(
+            t.span(),
+            "target.url",
+            "[target] needs a url",
+            key_hint("target.url"),
+        )
+    })?;
+    let (host, port, path) = parse_http_url(url_s.get_ref())
+        .map_err(|m| src.error(url_s.span(), m, key_hint("target.url")))?;
+    let protocol = match &raw.protocol {
+        None => Revision::LATEST_HANDSHAKE,
+        Some(p) => {
+            let r: Revision =
+                p.get_ref()
+                    .parse()
+                    .map_err(|e: crate::protocol::version::UnknownRevision| {
+                        src.error(p.span(), e.to_string(), key_hint("target.protocol"))
+                    })?;
+            if !r.has_handshake() {
+                return Err(src.error(
+                    p.span(),
+                    format!("protocol {r} (stateless era) is not supported by this build yet"),
+                    key_hint("target.protocol"),
+                ));
+            }
+            r
+        }
+    };
+    let mut headers = Vec::new();
+    for (name, value) in &raw.headers {
+        let lname = name.to_ascii_lowercase();
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(src.error(
+                value.span(),
+                format!("`{name}` is not a valid header name"),
+                None,
+            ));
+        }
+        const RESERVED: &[&str] = &[
+            "content-length",
+            "content-type",
+            "accept",
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "transfer-encoding",
+            "connection",
+        ];
+        if RESERVED.contains(&lname.as_str()) {
+            return Err(src.error(
+                value.span(),
+                format!("header `{name}` is set by mcpbench itself"),
+                Some("remove it; mcpbench sends it as the protocol requires".into()),
+            ));
+        }
+        let v = expand_env(value.get_ref(), env).map_err(|e| {
+            src.error(
+                value.span(),
+                e.message,
+                Some("export the variable before running, e.g. MCP_TOKEN=… mcpbench run …".into()),
+            )
+        })?;
+        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            return Err(src.error(
+                value.span(),
+                format!("the value of header `{name}` contains a line break"),
+                None,
+            ));
+        }
+        headers.push((name.clone(), v));
+    }
+    Ok(HttpTarget {
+        url: url_s.get_ref().clone(),
+        host,
+        port,
+        path,
+        headers,
+        protocol,
+    })
+}
+
+/// Splits `http://host:port/path` into its parts.
+pub fn parse_http_url(url: &str) -> Result<(String, u16, String), String> {
+    let rest = if let Some(r) = url.strip_prefix("http://") {
+        r
+    } else if url.starts_with("https://") {
+        return Err("https targets are not supported by this build".into());
+    } else {
+        return Err(format!("`{url}` is not an http:// URL"));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err(
+            "credentials in the URL are not allowed; use a header (e.g. Authorization)".into(),
+        );
+    }
+    let (host, port) = if let Some(h) = authority.strip_prefix('[') {
+        let end = h.find(']').ok_or("unclosed [ in the host")?;
+        let port = h[end + 1..].strip_prefix(':');
+        (format!("[{}]", &h[..end]), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(format!("`{url}` has no host"));
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("`{p}` is not a port number"))?,
+        None => 80,
+    };
+    Ok((host, port, path.to_string()))
+}
+
+fn embedded(
+    src: &Source<'_>,
+    e: Option<&Spanned<RawEmbedded>>,
+    protocol: Revision,
+) -> Result<Embedded, ScenarioError> {
+    let mut out = Embedded {
+        protocol,
+        ..Embedded::default()
+    };
+    let Some(e) = e else { return Ok(out) };
+    let e = e.get_ref();
+    if let Some(r) = &e.response {
+        out.response = match r.get_ref().as_str() {
+            "json" => ResponseMode::Json,
+            "sse" => ResponseMode::Sse,
+            other => {
+                return Err(src.error(
+                    r.span(),
+                    format!("unknown response mode `{other}`"),
+                    key_hint("embedded.response"),
+                ));
+            }
+        };
+    }
+    if let Some(c) = &e.catalog {
+        out.catalog = *c.get_ref() as usize;
+        if out.catalog > 100_000 {
+            return Err(src.error(c.span(), "catalog is limited to 100000 tools", None));
+        }
+    }
+    if let Some(p) = &e.page_size {
+        if *p.get_ref() == 0 {
+            return Err(src.error(
+                p.span(),
+                "page_size must be at least 1",
+                key_hint("embedded.page_size"),
+            ));
+        }
+        out.page_size = *p.get_ref() as usize;
+    }
+    if let Some(l) = &e.backend_latency {
+        out.backend.latency = Some(l.get_ref().parse().map_err(|m: mock_backend::KnobError| {
+            src.error(
+                l.span(),
+                m.to_string(),
+                key_hint("embedded.backend_latency"),
+            )
+        })?);
+    }
+    if let Some(r) = &e.backend_error_rate {
+        let v = *r.get_ref();
+        if !(0.0..=1.0).contains(&v) {
+            return Err(src.error(
+                r.span(),
+                format!("{v} is not a fraction"),
+                key_hint("embedded.backend_error_rate"),
+            ));
+        }
+        out.backend.error_rate = Some(v);
+    }
+    if let Some(p) = &e.backend_payload {
+        out.backend.payload = Some(*p.get_ref() as usize);
+    }
+    Ok(out)
+}
+
+fn dur(src: &Source<'_>, v: &Spanned<String>, key: &str) -> Result<Duration, ScenarioError> {
+    duration::parse(v.get_ref()).map_err(|m| src.error(v.span(), m, key_hint(key)))
+}
+
+fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
+    let raw = l.get_ref();
+    if let Some(m) = &raw.model
+        && m.get_ref() != "closed"
+    {
+        return Err(src.error(
+            m.span(),
+            format!(
+                "load model `{}` is not supported by this build",
+                m.get_ref()
+            ),
+            key_hint("load.model"),
+        ));
+    }
+    let concurrency = match &raw.concurrency {
+        Some(c) if *c.get_ref() == 0 => {
+            return Err(src.error(
+                c.span(),
+                "concurrency must be at least 1",
+                key_hint("load.concurrency"),
+            ));
+        }
+        Some(c) if *c.get_ref() > 100_000 => {
+            return Err(src.error(c.span(), "concurrency is limited to 100000", None));
+        }
+        Some(c) => *c.get_ref() as usize,
+        None => 1,
+    };
+    let duration = match &raw.duration {
+        Some(d) => dur(src, d, "load.duration")?,
+        None => {
+            return Err(src.error_at_key(
+                l.span(),
+                "load.duration",
+                "[load] needs a duration",
+                key_hint("load.duration"),
+            ));
+        }
+    };
+    if duration.is_zero() {
+        let d = raw.duration.as_ref().map_or(l.span(), |d| d.span());
+        return Err(src.error(
+            d,
+            "duration must be greater than zero",
+            key_hint("load.duration"),
+        ));
+    }
+    let warmup = raw
+        .warmup
+        .as_ref()
+        .map(|w| dur(src, w, "load.warmup"))
+        .transpose()?
+        .unwrap_or(Duration::ZERO);
+    if warmup >= duration {
+        let w = raw.warmup.as_ref().map_or(l.span(), |w| w.span());
+        return Err(src.error(
+            w,
+            "warmup must be shorter than duration (warm-up is part of the duration)",
+            None,
+        ));
+    }
+    let timeout = raw
+        .timeout
+        .as_ref()
+        .map(|t| dur(src, t, "load.timeout"))
+        .transpose()?
+        .unwrap_or(Duration::from_secs(10));
+    if timeout < Duration::from_millis(1) {
+        let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
+        return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
+    }
+    let workers = match &raw.workers {
+        Some(w) if *w.get_ref() == 0 || *w.get_ref() > 1024 => {
+            return Err(src.error(
+                w.span(),
+                "workers must be from 1 to 1024",
+                key_hint("load.workers"),
+            ));
+        }
+        Some(w) => Some(*w.get_ref() as usize),
+        None => None,
+    };
+    Ok(Load {
+        concurrency,
+        duration,
+        warmup,
+        timeout,
+        workers,
+    })
+}
+
+fn work_item(
+    src: &Source<'_>,
+    w: &Spanned<RawWorkload>,
+    target: &Target,
+    ops: &mut Vec<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<WorkItem, ScenarioError> {
+    let raw = w.get_ref();
+    let line = line_of(src, w.span().start);
+    let method_s = raw.method.as_ref().ok_or_else(|| {
+        src.error_at_key(
+            w.span(),
+            "workload.method",
+            "workload entry needs a method",
+            key_hint("workload.method"),
+        )
+    })?;
+    let method = match method_s.get_ref().as_str() {
+        "tools/list" => {
+            if let Some(t) = &raw.tool {
+                return Err(src.error(
+                    t.span(),
+                    "tools/list takes no tool",
+                    Some("remove `tool`, or use method = \"tools/call\"".into()),
+                ));
+            }
+            if let Some(a) = &raw.arguments {
+                return Err(src.error(
+                    a.span(),
+                    "tools/list takes no arguments",
+                    Some("remove `arguments`".into()),
+                ));
+            }
+            Method::ToolsList
+        }
+        "tools/call" => {
+            let tool = raw.tool.as_ref().ok_or_else(|| {
+                src.error(
+                    method_s.span(),
+                    "tools/call needs a `tool`",
+                    Some("add e.g. tool = \"echo\"".into()),
+                )
+            })?;
+            if let Target::Embedded(e) = target
+                && !crate::server::tools::is_known(tool.get_ref(), e.catalog)
+            {
+                let names = crate::server::tools::builtin_names();
+                let suggestion = closest(tool.get_ref(), &names)
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                return Err(src.error(
+                    tool.span(),
+                    format!(
+                        "unknown tool `{}`: the built-in server has no such tool",
+                        tool.get_ref()
+                    ),
+                    Some(format!("{suggestion}built-in tools: {}", names.join(", "))),
+                ));
+            }
+            if tool.get_ref().is_empty() {
+                return Err(src.error(
+                    tool.span(),
+                    "tool name is empty",
+                    key_hint("workload.tool"),
+                ));
+            }
+            Method::ToolsCall {
+                tool: tool.get_ref().clone(),
+            }
+        }
+        other => {
+            return Err(src.error(
+                method_s.span(),
+                format!("unsupported method `{other}`"),
+                key_hint("workload.method"),
+            ));
+        }
+    };
+    let weight = match &raw.weight {
+        Some(wt) if *wt.get_ref() == 0 => {
+            return Err(src.error(
+                wt.span(),
+                "weight must be at least 1",
+                key_hint("workload.weight"),
+            ));
+        }
+        Some(wt) => *wt.get_ref(),
+        None => 1,
+    };
+    let arguments = match &raw.arguments {
+        None => ArgTemplate::empty(),
+        Some(a) => ArgTemplate::compile(a.get_ref(), env).map_err(|e| {
+            let key = if e.path.is_empty() {
+                "arguments".to_string()
+            } else {
+                format!("arguments.{}", e.path)
+            };
+            let loc = super::locate::locate(src.text, a.span().start);
+            let prefix = loc
+                .key
+                .strip_suffix("arguments")
+                .unwrap_or(&loc.key)
+                .to_string();
+            src.error_at_key(
+                a.span(),
+                &format!("{prefix}{key}"),
+                e.message,
+                Some(e.hint.to_string()),
+            )
+        })?,
+    };
+    let op_name = match &method {
+        Method::ToolsList => "tools/list".to_string(),
+        Method::ToolsCall { tool } => format!("tools/call:{tool}"),
+    };
+    let op = match ops.iter().position(|o| *o == op_name) {
+        Some(i) => i,
+        None => {
+            ops.push(op_name);
+            ops.len() - 1
+        }
+    };
+    Ok(WorkItem {
+        method,
+        weight,
+        op,
+        arguments,
+        line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Diagnostic, parse};
+
+    fn err(text: &str) -> Diagnostic {
+        match parse("t.toml", text, &|_| None) {
+            Err(ScenarioError::Invalid(d)) => *d,
+            other => panic!("expected a diagnostic, got {other:?}"),
+        }
+    }
+
+    const OK: &str = "name = \"q\"\n[load]\nconcurrency = 4\nduration = \"2s\"\n\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"hi\" }\n\n[[workload]]\nmethod = \"tools/list\"\nweight = 2\n";
+
+    #[test]
+    fn builds_a_plan_with_defaults() {
+        let p = parse("t.toml", OK, &|_| None).unwrap();
+        assert_eq!(p.name, "q");
+        assert_eq!(p.load.concurrency, 4);
+        assert_eq!(p.load.timeout, Duration::from_secs(10));
+        assert_eq!(p.ops, vec!["initialize", "tools/call:echo", "tools/list"]);
+        assert!(matches!(p.target, Target::Embedded(_)));
+        assert_eq!(p.workload[1].weight, 2);
+    }
+
+    #[test]
+    fn errors_name_line_column_key_and_hint() {
+        let d = err(&OK.replace("concurrency = 4", "concurrency = \"many\""));
+        assert_eq!(
+            (d.line, d.column, d.key.as_str()),
+            (3, 15, "load.concurrency")
+        );
+        assert!(
+            d.message.contains("expected a non-negative integer"),
+            "{}",
+            d.message
+        );
+        assert!(d.hint.unwrap().contains("virtual users"));
+
+        let d = err(&OK.replace("concurrency = 4", "concurency = 4"));
+        assert_eq!((d.line, d.key.as_str()), (3, "load.concurency"));
+        assert_eq!(d.message, "unknown key `concurency`");
+        assert!(d.hint.unwrap().starts_with("did you mean `concurrency`?"));
+
+        let d = err(&OK.replace("tool = \"echo\"", "tool = \"ecko\""));
+        assert_eq!((d.line, d.key.as_str()), (8, "workload[1].tool"));
+        assert!(d.message.contains("unknown tool `ecko`"));
+        assert!(d.hint.unwrap().contains("did you mean `echo`?"));
+
+        let d = err(&OK.replace("duration = \"2s\"", "duration = \"2 parsecs\""));
+        assert_eq!(d.key, "load.duration");
+
+        let d = err("[load\nconcurrency = 1");
+        assert_eq!(d.line, 1);
+
+        let d = err(&OK.replace("message = \"hi\"", "message = \"${range:5..1}\""));
+        assert_eq!(d.key, "workload[1].arguments.message");
+
+        let d = err("[load]\nduration = \"1s\"\n");
+        assert_eq!(d.key, "workload");
+        let d = err(&OK.replace(
+            "name = \"q\"\n",
+            "name = \"q\"\n[target]\nurl = \"ftp://x\"\n",
+        ));
+        assert_eq!(d.key, "target.url");
+    }
+
+    #[test]
+    fn urls_parse() {
+        assert_eq!(
+            parse_http_url("http://127.0.0.1:8080/mcp").unwrap(),
+            ("127.0.0.1".into(), 8080, "/mcp".into())
+        );
+        assert_eq!(
+            parse_http_url("http://localhost").unwrap(),
+            ("localhost".into(), 80, "/".into())
+        );
+        assert_eq!(
+            parse_http_url("http://[::1]:9/x?y=1").unwrap(),
+            ("[::1]".into(), 9, "/x?y=1".into())
+        );
+        assert!(parse_http_url("http://u:p@h/").is_err());
+        assert!(parse_http_url("http://h:99999/").is_err());
+    }
+}

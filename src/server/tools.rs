@@ -1,0 +1,541 @@
+//! The reference server's tools: knobs for benchmarking, a synthetic catalog, and REST-backed
+//! tools that make the server a reference gateway.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::backend::{Backend, encode_query};
+use super::schema;
+use crate::protocol::jsonrpc::write_json_str;
+use crate::protocol::version::Revision;
+
+/// What a tool does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Echo,
+    Sleep,
+    Payload,
+    Fail,
+    Cpu,
+    Synthetic(u32),
+    SearchContacts,
+    GetInvoice,
+    CreateTicket,
+}
+
+/// A tool definition.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub kind: ToolKind,
+    pub read_only: bool,
+    pub open_world: bool,
+}
+
+/// Names of the built-in (non-synthetic) tools.
+pub const BUILTIN: &[&str] = &[
+    "echo",
+    "sleep",
+    "payload",
+    "fail",
+    "cpu",
+    "search-contacts",
+    "get-invoice",
+    "create-ticket",
+];
+
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.to_vec()
+}
+
+/// Name of synthetic tool `i` (0-based).
+pub fn synthetic_name(i: usize) -> String {
+    format!("synthetic-{:05}", i + 1)
+}
+
+/// True if a server with `catalog` synthetic tools has a tool called `name`.
+pub fn is_known(name: &str, catalog: usize) -> bool {
+    BUILTIN.contains(&name)
+        || name
+            .strip_prefix("synthetic-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n >= 1 && n <= catalog && synthetic_name(n - 1) == name)
+}
+
+fn object(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+fn builtin_tools() -> Vec<Tool> {
+    let t = |name: &str,
+             title: &str,
+             description: &str,
+             input_schema: Value,
+             kind,
+             read_only,
+             open_world| Tool {
+        name: name.into(),
+        title: title.into(),
+        description: description.into(),
+        input_schema,
+        kind,
+        read_only,
+        open_world,
+    };
+    vec![
+        t(
+            "echo",
+            "Echo",
+            "Returns the message it is given.",
+            object(
+                json!({"message": {"type": "string", "description": "Text to echo back"}}),
+                &["message"],
+            ),
+            ToolKind::Echo,
+            true,
+            false,
+        ),
+        t(
+            "sleep",
+            "Sleep",
+            "Waits the given number of milliseconds, then answers.",
+            object(
+                json!({"ms": {"type": "integer", "minimum": 0, "maximum": 600000}}),
+                &["ms"],
+            ),
+            ToolKind::Sleep,
+            true,
+            false,
+        ),
+        t(
+            "payload",
+            "Payload",
+            "Returns a text result of exactly the given number of bytes.",
+            object(
+                json!({"bytes": {"type": "integer", "minimum": 0, "maximum": 16777216}}),
+                &["bytes"],
+            ),
+            ToolKind::Payload,
+            true,
+            false,
+        ),
+        t(
+            "fail",
+            "Fail",
+            "Always fails with a tool error (isError: true).",
+            object(json!({"message": {"type": "string"}}), &[]),
+            ToolKind::Fail,
+            true,
+            false,
+        ),
+        t(
+            "cpu",
+            "CPU burn",
+            "Burns the given number of hash iterations on the server's CPU.",
+            object(
+                json!({"iterations": {"type": "integer", "minimum": 0, "maximum": 1000000000u64}}),
+                &["iterations"],
+            ),
+            ToolKind::Cpu,
+            true,
+            false,
+        ),
+        t(
+            "search-contacts",
+            "Search contacts",
+            "Searches the contacts directory (REST backend) by name.",
+            object(
+                json!({"query": {"type": "string", "maxLength": 200}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}}),
+                &["query"],
+            ),
+            ToolKind::SearchContacts,
+            true,
+            true,
+        ),
+        t(
+            "get-invoice",
+            "Get invoice",
+            "Fetches one invoice by id from the billing service (REST backend).",
+            object(json!({"id": {"type": "integer", "minimum": 1}}), &["id"]),
+            ToolKind::GetInvoice,
+            true,
+            true,
+        ),
+        t(
+            "create-ticket",
+            "Create ticket",
+            "Opens a support ticket (REST backend).",
+            object(
+                json!({"title": {"type": "string", "minLength": 1, "maxLength": 200}, "body": {"type": "string", "maxLength": 10000}, "priority": {"type": "string", "enum": ["low", "normal", "high"]}}),
+                &["title"],
+            ),
+            ToolKind::CreateTicket,
+            false,
+            true,
+        ),
+    ]
+}
+
+fn synthetic_tool(i: usize) -> Tool {
+    Tool {
+        name: synthetic_name(i),
+        title: format!("Synthetic tool {}", i + 1),
+        description: format!(
+            "Synthetic catalog entry {} for large tools/list pages. It echoes its arguments; its schema is typical of a REST operation turned into a tool.",
+            i + 1
+        ),
+        input_schema: object(
+            json!({
+                "query": {"type": "string", "description": "Free-text filter"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum results"},
+                "verbose": {"type": "boolean"}
+            }),
+            &[],
+        ),
+        kind: ToolKind::Synthetic(i as u32),
+        read_only: true,
+        open_world: false,
+    }
+}
+
+/// Revisions that render `tools/list` differently.
+fn render_group(rev: Revision) -> usize {
+    if rev.has_tool_title() {
+        2
+    } else if rev.has_tool_annotations() {
+        1
+    } else {
+        0
+    }
+}
+
+/// The server's tools, with `tools/list` pages pre-rendered for each revision group.
+#[derive(Debug)]
+pub struct Registry {
+    tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+    pages: [Vec<Bytes>; 3],
+}
+
+impl Registry {
+    pub fn new(catalog: usize, page_size: usize) -> Self {
+        let mut tools = builtin_tools();
+        tools.extend((0..catalog).map(synthetic_tool));
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        let page_size = page_size.max(1);
+        let pages = [
+            Revision::V2024_11_05,
+            Revision::V2025_03_26,
+            Revision::V2025_06_18,
+        ]
+        .map(|rev| {
+            let chunks: Vec<&[Tool]> = tools.chunks(page_size).collect();
+            let n = chunks.len();
+            chunks
+                .into_iter()
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let list: Vec<Value> = chunk.iter().map(|t| render_tool(t, rev)).collect();
+                    let mut page = json!({"tools": list});
+                    if i + 1 < n {
+                        page["nextCursor"] = Value::String(cursor(i + 1));
+                    }
+                    Bytes::from(serde_json::to_vec(&page).expect("tool lists serialize"))
+                })
+                .collect()
+        });
+        Registry {
+            tools,
+            by_name,
+            pages,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The pre-rendered `tools/list` result for a cursor, or `None` for an invalid cursor.
+    pub fn page(&self, rev: Revision, cursor: Option<&str>) -> Option<&Bytes> {
+        let pages = &self.pages[render_group(rev)];
+        let index = match cursor {
+            None => 0,
+            Some(c) => parse_cursor(c)?,
+        };
+        pages.get(index)
+    }
+}
+
+/// Cursors are opaque to clients; they encode the page index with a prefix so that a cursor
+/// from elsewhere is recognisably invalid.
+fn cursor(page: usize) -> String {
+    format!("mcpbench-page-{page}")
+}
+
+fn parse_cursor(c: &str) -> Option<usize> {
+    c.strip_prefix("mcpbench-page-")?
+        .parse()
+        .ok()
+        .filter(|&p| p > 0)
+}
+
+fn render_tool(t: &Tool, rev: Revision) -> Value {
+    let mut v =
+        json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+    if rev.has_tool_title() {
+        v["title"] = Value::String(t.title.clone());
+    }
+    if rev.has_tool_annotations() {
+        v["annotations"] = json!({
+            "title": t.title,
+            "readOnlyHint": t.read_only,
+            "destructiveHint": false,
+            "idempotentHint": t.read_only,
+            "openWorldHint": t.open_world,
+        });
+    }
+    v
+}
+
+/// The result of a tool call, before it is written as JSON.
+#[derive(Debug)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+    /// A JSON object (raw bytes) for `structuredContent`, when the tool has structured output.
+    pub structured: Option<Bytes>,
+}
+
+impl ToolOutput {
+    fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: false,
+            structured: None,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+            structured: None,
+        }
+    }
+
+    /// Writes the `CallToolResult` JSON object for `rev`.
+    pub fn write(&self, out: &mut Vec<u8>, rev: Revision) {
+        out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
+        write_json_str(out, &self.text);
+        out.extend_from_slice(br#"}],"isError":"#);
+        out.extend_from_slice(if self.is_error { b"true" } else { b"false" });
+        if let Some(s) = self
+            .structured
+            .as_ref()
+            .filter(|_| rev.has_structured_content())
+        {
+            out.extend_from_slice(br#","structuredContent":"#);
+            out.extend_from_slice(s);
+        }
+        out.push(b'}');
+    }
+}
+
+/// Runs a tool after validating its arguments against its input schema.
+pub async fn call(tool: &Tool, args: &Value, backend: Option<&Backend>) -> ToolOutput {
+    if let Err(msg) = schema::validate(&tool.input_schema, args) {
+        return ToolOutput::error(format!("invalid arguments for tool `{}`: {msg}", tool.name));
+    }
+    let int = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_f64)
+            .map(|f| f as u64)
+            .unwrap_or(0)
+    };
+    let string = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+    match tool.kind {
+        ToolKind::Echo => ToolOutput::text(string("message")),
+        ToolKind::Sleep => {
+            let ms = int("ms");
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            ToolOutput::text(format!("slept {ms} ms"))
+        }
+        ToolKind::Payload => ToolOutput::text(payload(int("bytes") as usize)),
+        ToolKind::Fail => {
+            let m = args
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the fail tool always fails");
+            ToolOutput::error(m)
+        }
+        ToolKind::Cpu => ToolOutput::text(format!("{:016x}", burn(int("iterations")))),
+        ToolKind::Synthetic(_) => ToolOutput::text(serde_json::to_string(args).unwrap_or_default()),
+        ToolKind::SearchContacts => {
+            let mut path = format!("/contacts?q={}", encode_query(string("query")));
+            if let Some(l) = args.get("limit").and_then(Value::as_u64) {
+                path.push_str(&format!("&limit={l}"));
+            }
+            rest(backend, |b| async move { b.get(&path).await }, "contacts").await
+        }
+        ToolKind::GetInvoice => {
+            let id = int("id");
+            let path = format!("/invoices/{id}");
+            rest(backend, |b| async move { b.get(&path).await }, "invoice").await
+        }
+        ToolKind::CreateTicket => {
+            let body = Bytes::from(serde_json::to_vec(args).unwrap_or_default());
+            rest(
+                backend,
+                |b| async move { b.post_json("/tickets", body).await },
+                "ticket",
+            )
+            .await
+        }
+    }
+}
+
+async fn rest<'b, F, Fut>(backend: Option<&'b Backend>, send: F, what: &str) -> ToolOutput
+where
+    F: FnOnce(&'b Backend) -> Fut,
+    Fut: Future<Output = Result<(u16, Bytes), super::backend::BackendError>>,
+{
+    let Some(b) = backend else {
+        return ToolOutput::error("this server has no REST backend configured");
+    };
+    match send(b).await {
+        Ok((status, body)) if (200..300).contains(&status) => {
+            let structured = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .filter(Value::is_object)
+                .map(|_| body.clone());
+            let text = String::from_utf8_lossy(&body).into_owned();
+            ToolOutput {
+                text,
+                is_error: false,
+                structured,
+            }
+        }
+        Ok((404, _)) => ToolOutput::error(format!("{what} not found")),
+        Ok((status, _)) if (400..500).contains(&status) => ToolOutput::error(format!(
+            "the backend rejected the {what} request (HTTP {status})"
+        )),
+        Ok((status, _)) => ToolOutput::error(format!("the backend failed (HTTP {status})")),
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+fn payload(n: usize) -> String {
+    const PATTERN: &[u8] = b"mcpbench-payload-0123456789abcdefghijklmnopqrstuvwxyz ";
+    let bytes: Vec<u8> = PATTERN.iter().copied().cycle().take(n).collect();
+    String::from_utf8(bytes).expect("ASCII pattern")
+}
+
+/// A dependent chain of multiply-xorshift steps the optimizer cannot skip.
+fn burn(iterations: u64) -> u64 {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..iterations {
+        x ^= i;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^= x >> 31;
+    }
+    std::hint::black_box(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_pages_and_cursors() {
+        let r = Registry::new(25, 10);
+        assert_eq!(r.len(), BUILTIN.len() + 25);
+        let first: Value =
+            serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
+        assert_eq!(first["tools"].as_array().unwrap().len(), 10);
+        assert_eq!(first["nextCursor"], "mcpbench-page-1");
+        assert!(first["tools"][0]["title"].is_string());
+        let old: Value =
+            serde_json::from_slice(r.page(Revision::V2024_11_05, None).unwrap()).unwrap();
+        assert!(
+            old["tools"][0].get("title").is_none() && old["tools"][0].get("annotations").is_none()
+        );
+        let last: Value = serde_json::from_slice(
+            r.page(Revision::V2025_11_25, Some("mcpbench-page-3"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(last.get("nextCursor").is_none());
+        assert!(
+            r.page(Revision::V2025_11_25, Some("mcpbench-page-4"))
+                .is_none()
+        );
+        assert!(r.page(Revision::V2025_11_25, Some("garbage")).is_none());
+        assert!(
+            is_known("synthetic-00025", 25)
+                && !is_known("synthetic-00026", 25)
+                && !is_known("synthetic-1", 25)
+        );
+    }
+
+    #[tokio::test]
+    async fn tools_validate_and_answer() {
+        let r = Registry::new(0, 10);
+        let out = call(r.get("echo").unwrap(), &json!({"message": "hi"}), None).await;
+        assert_eq!((out.text.as_str(), out.is_error), ("hi", false));
+        let out = call(r.get("echo").unwrap(), &json!({"msg": "hi"}), None).await;
+        assert!(
+            out.is_error && out.text.contains("missing required property `message`"),
+            "{}",
+            out.text
+        );
+        assert_eq!(
+            call(r.get("payload").unwrap(), &json!({"bytes": 1000}), None)
+                .await
+                .text
+                .len(),
+            1000
+        );
+        assert!(
+            call(r.get("fail").unwrap(), &json!({}), None)
+                .await
+                .is_error
+        );
+        let out = call(
+            r.get("search-contacts").unwrap(),
+            &json!({"query": "x"}),
+            None,
+        )
+        .await;
+        assert!(out.is_error && !out.text.contains("127.0.0.1"));
+        let mut buf = Vec::new();
+        ToolOutput {
+            text: "a\"b".into(),
+            is_error: false,
+            structured: Some(Bytes::from_static(b"{\"k\":1}")),
+        }
+        .write(&mut buf, Revision::V2025_11_25);
+        let v: Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(
+            v,
+            json!({"content": [{"type": "text", "text": "a\"b"}], "isError": false, "structuredContent": {"k": 1}})
+        );
+    }
+}

@@ -1,0 +1,633 @@
+//! A minimal HTTP/1.1 client connection for the load generator's hot path.
+//!
+//! Why not hyper's client here: a request through hyper builds a `Request`, a `HeaderMap` and
+//! boxed body frames, and hands the connection to a background task — several allocations and a
+//! task hop per request. A load generator sends the same request shape millions of times, so
+//! like wrk and h2load it writes a pre-rendered head, parses the response head in place with
+//! `httparse`, and streams the body (Content-Length, chunked or close-delimited) out of one
+//! reused buffer. After warm-up it allocates nothing per request. (The reference server, which
+//! must be a realistic best case rather than a trick, uses hyper.)
+
+use std::io;
+use std::ops::ControlFlow;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Bound on a response head.
+const MAX_HEAD: usize = 64 * 1024;
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What went wrong on the wire.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+    /// The peer closed the connection before a complete response.
+    #[error("connection closed before the response was complete")]
+    Closed,
+    #[error("malformed HTTP response: {0}")]
+    Malformed(&'static str),
+    #[error("response head larger than {MAX_HEAD} bytes")]
+    HeadTooLarge,
+}
+
+/// How the response body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The response's media type, as far as MCP cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentKind {
+    Json,
+    EventStream,
+    Other,
+    Missing,
+}
+
+/// The parts of a response head the generator uses.
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub content: ContentKind,
+    pub framing: Framing,
+    pub keep_alive: bool,
+}
+
+/// Headers whose values the caller wants copied out of the head.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// `Mcp-Session-Id`, when present.
+    pub session_id: Option<Vec<u8>>,
+}
+
+/// One HTTP/1.1 connection over any byte stream (TCP, TLS).
+#[derive(Debug)]
+pub struct Http1Conn<S> {
+    io: S,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    reusable: bool,
+    /// The body of the last response, while not fully read.
+    body: Option<BodyState>,
+}
+
+/// How much of the current body is left.
+#[derive(Debug, Clone)]
+enum BodyState {
+    Length(u64),
+    Chunked(Chunked),
+    UntilClose,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
+    pub fn new(io: S) -> Self {
+        Http1Conn {
+            io,
+            buf: vec![0; READ_CHUNK],
+            pos: 0,
+            len: 0,
+            reusable: true,
+            body: None,
+        }
+    }
+
+    /// False once the connection must not carry another request (closed, `Connection:
+    /// close`, a body left unread).
+    pub fn is_reusable(&self) -> bool {
+        self.reusable && self.body.is_none()
+    }
+
+    /// True while the last response's body has not been read to its end.
+    pub fn body_pending(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Writes a complete, pre-rendered request.
+    pub async fn send(&mut self, request: &[u8]) -> Result<(), HttpError> {
+        if let Err(e) = self.io.write_all(request).await {
+            self.reusable = false;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    async fn fill(&mut self) -> Result<usize, HttpError> {
+        if self.pos == self.len {
+            self.pos = 0;
+            self.len = 0;
+        }
+        if self.buf.len() - self.len < READ_CHUNK / 2 {
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.len, 0);
+                self.len -= self.pos;
+                self.pos = 0;
+            } else {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+        }
+        match self.io.read(&mut self.buf[self.len..]).await {
+            Ok(n) => {
+                self.len += n;
+                Ok(n)
+            }
+            Err(e) => {
+                self.reusable = false;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Reads the response head (skipping interim 1xx responses). Header values listed in
+    /// [`Captured`] are copied into `captured`.
+    pub async fn read_head(&mut self, captured: &mut Captured) -> Result<ResponseHead, HttpError> {
+        loop {
+            if self.len > self.pos {
+                let mut headers = [httparse::EMPTY_HEADER; 64];
+                let mut resp = httparse::Response::new(&mut headers);
+                match resp.parse(&self.buf[self.pos..self.len]) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        let status = resp.code.unwrap_or(0);
+                        let head = interpret(&resp, captured);
+                        self.pos += n;
+                        let head = head?;
+                        if (100..200).contains(&status) && status != 101 {
+                            continue;
+                        }
+                        if !head.keep_alive {
+                            self.reusable = false;
+                        }
+                        self.body = match head.framing {
+                            Framing::None => None,
+                            Framing::Length(n) => Some(BodyState::Length(n)),
+                            Framing::Chunked => Some(BodyState::Chunked(Chunked::default())),
+                            Framing::UntilClose => Some(BodyState::UntilClose),
+                        };
+                        return Ok(head);
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        if self.len - self.pos > MAX_HEAD {
+                            self.reusable = false;
+                            return Err(HttpError::HeadTooLarge);
+                        }
+                    }
+                    Err(_) => {
+                        self.reusable = false;
+                        return Err(HttpError::Malformed("bad status line or header"));
+                    }
+                }
+            }
+            if self.fill().await? == 0 {
+                self.reusable = false;
+                return Err(HttpError::Closed);
+            }
+        }
+    }
+
+    /// Streams the rest of the current body to `sink`. If `sink` breaks, reading stops there
+    /// and can be resumed by another call (e.g. [`Http1Conn::discard_body`]).
+    pub async fn read_body<F>(&mut self, mut sink: F) -> Result<ControlFlow<()>, HttpError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        let r = self.read_body_inner(&mut sink).await;
+        if r.is_err() {
+            self.reusable = false;
+            self.body = None;
+        }
+        r
+    }
+
+    /// Reads the rest of the current body and throws it away.
+    pub async fn discard_body(&mut self) -> Result<(), HttpError> {
+        self.read_body(|_| ControlFlow::Continue(()))
+            .await
+            .map(|_| ())
+    }
+
+    async fn read_body_inner<F>(&mut self, sink: &mut F) -> Result<ControlFlow<()>, HttpError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        loop {
+            let Some(state) = self.body.as_mut() else {
+                return Ok(ControlFlow::Continue(()));
+            };
+            if self.pos < self.len {
+                let avail = &self.buf[self.pos..self.len];
+                let (used, done, flow) = match state {
+                    BodyState::Length(remaining) => {
+                        let take = (*remaining).min(avail.len() as u64) as usize;
+                        let flow = sink(&avail[..take]);
+                        *remaining -= take as u64;
+                        (take, *remaining == 0, flow)
+                    }
+                    BodyState::UntilClose => (avail.len(), false, sink(avail)),
+                    BodyState::Chunked(dec) => {
+                        let (used, status) = dec.decode(avail, sink)?;
+                        let flow = if status == ChunkStatus::Break {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        };
+                        (used, status == ChunkStatus::Done, flow)
+                    }
+                };
+                self.pos += used;
+                if done {
+                    self.body = None;
+                    return Ok(ControlFlow::Continue(()));
+                }
+                if flow.is_break() {
+                    return Ok(flow);
+                }
+            }
+            if self.fill().await? == 0 {
+                let until_close = matches!(self.body, Some(BodyState::UntilClose));
+                self.body = None;
+                self.reusable = false;
+                return if until_close {
+                    Ok(ControlFlow::Continue(()))
+                } else {
+                    Err(HttpError::Closed)
+                };
+            }
+        }
+    }
+
+    /// Gives back the stream (e.g. to shut it down).
+    pub fn into_inner(self) -> S {
+        self.io
+    }
+}
+
+fn interpret(
+    resp: &httparse::Response<'_, '_>,
+    captured: &mut Captured,
+) -> Result<ResponseHead, HttpError> {
+    let status = resp.code.ok_or(HttpError::Malformed("no status"))?;
+    let mut content = ContentKind::Missing;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut keep_alive = resp.version == Some(1);
+    captured.session_id = None;
+    for h in resp.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or(HttpError::Malformed("bad content-length"))?;
+            if length.is_some_and(|l| l != v) {
+                return Err(HttpError::Malformed("conflicting content-length"));
+            }
+            length = Some(v);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            content = content_kind(h.value);
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let t = trim(token);
+                if t.eq_ignore_ascii_case(b"close") {
+                    keep_alive = false;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                    keep_alive = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+            captured.session_id = Some(h.value.to_vec());
+        }
+    }
+    let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
+        Framing::None
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(n) = length {
+        if n == 0 {
+            Framing::None
+        } else {
+            Framing::Length(n)
+        }
+    } else {
+        keep_alive = false;
+        Framing::UntilClose
+    };
+    Ok(ResponseHead {
+        status,
+        content,
+        framing,
+        keep_alive,
+    })
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+fn last_token(v: &[u8]) -> &[u8] {
+    trim(v.rsplit(|&b| b == b',').next().unwrap_or(v))
+}
+
+/// Classifies a `Content-Type` value by its media type (parameters ignored).
+pub fn content_kind(v: &[u8]) -> ContentKind {
+    let media = trim(v.split(|&b| b == b';').next().unwrap_or(v));
+    if media.eq_ignore_ascii_case(b"application/json") {
+        ContentKind::Json
+    } else if media.eq_ignore_ascii_case(b"text/event-stream") {
+        ContentKind::EventStream
+    } else {
+        ContentKind::Other
+    }
+}
+
+/// Progress of a chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkStatus {
+    NeedMore,
+    Done,
+    Break,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    Size { n: u64, digits: u8, ext: bool },
+    SizeLf,
+    Data(u64),
+    DataCr,
+    DataLf,
+    Trailer { line_start: bool },
+    Done,
+}
+
+/// Incremental decoder for `Transfer-Encoding: chunked`.
+#[derive(Debug, Clone)]
+pub struct Chunked {
+    state: ChunkState,
+    size: u64,
+}
+
+impl Default for Chunked {
+    fn default() -> Self {
+        Chunked {
+            state: ChunkState::Size {
+                n: 0,
+                digits: 0,
+                ext: false,
+            },
+            size: 0,
+        }
+    }
+}
+
+impl Chunked {
+    /// Decodes what it can of `input`, passing data to `sink`; returns the bytes used.
+    pub fn decode<F>(
+        &mut self,
+        input: &[u8],
+        sink: &mut F,
+    ) -> Result<(usize, ChunkStatus), HttpError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        let mut i = 0;
+        while i < input.len() {
+            let b = input[i];
+            match self.state {
+                ChunkState::Size { n, digits, ext } => {
+                    i += 1;
+                    match b {
+                        b'\r' if digits > 0 => {
+                            self.size = n;
+                            self.state = ChunkState::SizeLf;
+                        }
+                        b'\n' if digits > 0 => self.end_size(n),
+                        _ if ext => {}
+                        b';' | b' ' | b'\t' if digits > 0 => {
+                            self.state = ChunkState::Size {
+                                n,
+                                digits,
+                                ext: true,
+                            }
+                        }
+                        _ => {
+                            let d = (b as char)
+                                .to_digit(16)
+                                .ok_or(HttpError::Malformed("bad chunk size"))?;
+                            if digits >= 15 {
+                                return Err(HttpError::Malformed("chunk size too large"));
+                            }
+                            self.state = ChunkState::Size {
+                                n: n * 16 + d as u64,
+                                digits: digits + 1,
+                                ext,
+                            };
+                        }
+                    }
+                }
+                ChunkState::SizeLf => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err(HttpError::Malformed("bad chunk size line"));
+                    }
+                    self.end_size(self.size);
+                }
+                ChunkState::Data(rem) => {
+                    let take = rem.min((input.len() - i) as u64) as usize;
+                    let flow = sink(&input[i..i + take]);
+                    i += take;
+                    let rem = rem - take as u64;
+                    self.state = if rem == 0 {
+                        ChunkState::DataCr
+                    } else {
+                        ChunkState::Data(rem)
+                    };
+                    if flow.is_break() {
+                        return Ok((i, ChunkStatus::Break));
+                    }
+                }
+                ChunkState::DataCr => {
+                    i += 1;
+                    self.state = match b {
+                        b'\r' => ChunkState::DataLf,
+                        b'\n' => ChunkState::Size {
+                            n: 0,
+                            digits: 0,
+                            ext: false,
+                        },
+                        _ => return Err(HttpError::Malformed("chunk data not followed by CRLF")),
+                    };
+                }
+                ChunkState::DataLf => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err(HttpError::Malformed("chunk data not followed by CRLF"));
+                    }
+                    self.state = ChunkState::Size {
+                        n: 0,
+                        digits: 0,
+                        ext: false,
+                    };
+                }
+                ChunkState::Trailer { line_start } => {
+                    i += 1;
+                    match b {
+                        b'\n' if line_start => {
+                            self.state = ChunkState::Done;
+                            return Ok((i, ChunkStatus::Done));
+                        }
+                        b'\n' => self.state = ChunkState::Trailer { line_start: true },
+                        b'\r' => {}
+                        _ => self.state = ChunkState::Trailer { line_start: false },
+                    }
+                }
+                ChunkState::Done => return Ok((i, ChunkStatus::Done)),
+            }
+        }
+        let status = if self.state == ChunkState::Done {
+            ChunkStatus::Done
+        } else {
+            ChunkStatus::NeedMore
+        };
+        Ok((i, status))
+    }
+
+    fn end_size(&mut self, n: u64) {
+        self.state = if n == 0 {
+            ChunkState::Trailer { line_start: true }
+        } else {
+            ChunkState::Data(n)
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dechunk(input: &[u8], step: usize) -> Result<(Vec<u8>, usize), HttpError> {
+        let mut d = Chunked::default();
+        let mut out = Vec::new();
+        let mut pos = 0;
+        let mut fed_to = 0;
+        while fed_to < input.len() {
+            fed_to = (fed_to + step).min(input.len());
+            // feed everything not yet consumed, as a real buffer would
+            let (used, st) = d.decode(&input[pos..fed_to], &mut |b: &[u8]| {
+                out.extend_from_slice(b);
+                ControlFlow::Continue(())
+            })?;
+            pos += used;
+            if st == ChunkStatus::Done {
+                return Ok((out, pos));
+            }
+        }
+        Err(HttpError::Closed)
+    }
+
+    #[test]
+    fn chunked_in_every_step_size() {
+        let body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\nNEXT";
+        for step in 1..body.len() {
+            let (out, used) = dechunk(body, step).unwrap();
+            assert_eq!(out, b"hello, world");
+            assert_eq!(&body[used..], b"NEXT", "step {step}");
+        }
+    }
+
+    #[test]
+    fn chunked_rejects_garbage() {
+        assert!(dechunk(b"zz\r\nhello\r\n0\r\n\r\n", 64).is_err());
+        assert!(dechunk(b"5\r\nhelloXX0\r\n\r\n", 64).is_err());
+        assert!(dechunk(b"ffffffffffffffffff\r\n", 64).is_err());
+    }
+
+    #[test]
+    fn content_kinds() {
+        assert_eq!(
+            content_kind(b"application/json; charset=utf-8"),
+            ContentKind::Json
+        );
+        assert_eq!(content_kind(b"Text/Event-Stream"), ContentKind::EventStream);
+        assert_eq!(content_kind(b"text/plain"), ContentKind::Other);
+    }
+
+    async fn roundtrip(
+        response: &'static [u8],
+    ) -> (Result<ResponseHead, HttpError>, Vec<u8>, Captured) {
+        let (client, mut server) = tokio::io::duplex(64);
+        tokio::spawn(async move {
+            let mut sink = [0u8; 256];
+            let _ = server.read(&mut sink).await;
+            for piece in response.chunks(7) {
+                if server.write_all(piece).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut conn = Http1Conn::new(client);
+        conn.send(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        let mut cap = Captured::default();
+        let head = conn.read_head(&mut cap).await;
+        let mut body = Vec::new();
+        if head.is_ok() {
+            let _ = conn
+                .read_body(|b| {
+                    body.extend_from_slice(b);
+                    ControlFlow::Continue(())
+                })
+                .await;
+        }
+        (head, body, cap)
+    }
+
+    #[tokio::test]
+    async fn reads_length_chunked_and_close_delimited_bodies() {
+        let (h, b, c) = roundtrip(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nContent-Length: 4\r\n\r\n{}{}",
+        )
+        .await;
+        let h = h.unwrap();
+        assert_eq!(
+            (h.status, h.content, h.keep_alive),
+            (200, ContentKind::Json, true)
+        );
+        assert_eq!(b, b"{}{}");
+        assert_eq!(c.session_id.as_deref(), Some(&b"abc"[..]));
+
+        let (h, b, _) = roundtrip(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        )
+        .await;
+        assert_eq!(h.unwrap().framing, Framing::Chunked);
+        assert_eq!(b, b"abc");
+
+        let (h, b, _) = roundtrip(b"HTTP/1.0 200 OK\r\n\r\nuntil close").await;
+        let h = h.unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+        assert_eq!(b, b"until close");
+    }
+
+    #[tokio::test]
+    async fn truncation_and_garbage_are_errors() {
+        let (h, _, _) = roundtrip(b"HTTP/1.1 200 OK\r\nContent-Le").await;
+        assert!(matches!(h, Err(HttpError::Closed)));
+        let (h, _, _) = roundtrip(b"garbage garbage\r\n\r\n").await;
+        assert!(matches!(h, Err(HttpError::Malformed(_))));
+        let (h, _, _) = roundtrip(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").await;
+        assert!(matches!(h, Err(HttpError::Malformed(_))));
+    }
+}

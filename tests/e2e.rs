@@ -1,0 +1,266 @@
+//! End to end through the library: accounting against the mock backend's counters, the results
+//! files against their schema, and the quickstart scenario itself.
+
+use std::sync::Arc;
+
+use mcpbench::driver::{self, RunOptions};
+use mcpbench::server::ResponseMode;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{backend_stats, repo, scratch, servers};
+
+fn run_text(text: &str, dir: &std::path::Path) -> driver::RunOutput {
+    let plan =
+        Arc::new(mcpbench::scenario::parse("test.toml", text, &|_| None).expect("valid scenario"));
+    let opts = RunOptions {
+        output: Some(dir.join("run")),
+        scenario_file: "test.toml".into(),
+        ..RunOptions::default()
+    };
+    driver::run(plan, &opts, CancellationToken::new()).expect("run completes")
+}
+
+fn op<'a>(
+    s: &'a mcpbench::report::Summary,
+    name: &str,
+) -> &'a mcpbench::report::summary::Operation {
+    s.operations
+        .iter()
+        .find(|o| o.name == name)
+        .unwrap_or_else(|| panic!("no operation {name}"))
+}
+
+/// Every successful REST-backed call the generator counted really reached the backend, and
+/// started = completed + failed + cancelled for every operation.
+#[test]
+fn successful_calls_equal_backend_counter() {
+    for response in [ResponseMode::Json, ResponseMode::Sse] {
+        let srv = servers(response, 0, 100, mock_backend::Knobs::default());
+        let dir = scratch();
+        let text = format!(
+            r#"name = "accounting"
+[target]
+url = "{}"
+[load]
+concurrency = 6
+duration = "2s"
+warmup = "500ms"
+timeout = "5s"
+[[workload]]
+method = "tools/call"
+tool = "search-contacts"
+weight = 3
+arguments = {{ query = "${{pick:Leanne,Ervin}}" }}
+[[workload]]
+method = "tools/call"
+tool = "echo"
+arguments = {{ message = "x" }}
+"#,
+            srv.mcp_url()
+        );
+        let out = run_text(&text, dir.path());
+        let s = &out.summary;
+        let search = op(s, "tools/call:search-contacts");
+        let warm_ok = s
+            .warmup
+            .iter()
+            .find(|w| w.name == "tools/call:search-contacts")
+            .map_or(0, |w| w.outcomes.ok);
+        let stats = backend_stats(srv.backend_addr);
+        let backend_ok = stats["routes"]["contacts"]["ok"]
+            .as_u64()
+            .expect("contacts counter");
+        assert!(
+            search.outcomes.ok > 100,
+            "{response:?}: too few calls to prove anything: {}",
+            search.outcomes.ok
+        );
+        assert_eq!(
+            search.outcomes.ok + warm_ok,
+            backend_ok,
+            "{response:?}: generator ok (measured + warm-up) vs backend"
+        );
+        assert_eq!(
+            stats["routes"]["contacts"]["requests"].as_u64(),
+            Some(backend_ok),
+            "{response:?}: no failed backend calls"
+        );
+        for o in &s.operations {
+            assert_eq!(
+                o.started,
+                o.completed + o.failed + o.cancelled,
+                "{response:?} {}",
+                o.name
+            );
+        }
+        assert_eq!(s.totals.unaccounted, 0);
+        assert_eq!(
+            s.totals.failed + s.totals.cancelled,
+            0,
+            "{response:?}: {:?}",
+            s.operations
+        );
+        assert_eq!(s.target.protocol_negotiated, "2025-11-25");
+        if response == ResponseMode::Sse {
+            assert_eq!(
+                search.streamed, search.started,
+                "every SSE response counted as streamed"
+            );
+            assert!(search.first_event.is_some());
+        } else {
+            assert_eq!(search.streamed, 0);
+        }
+    }
+}
+
+/// summary.json validates against results/schema.json; latency.hlog is a readable interval log
+/// with one tag per operation whose counts add up to the summary's.
+#[test]
+fn results_files_match_schema_and_hlog_adds_up() {
+    let dir = scratch();
+    let text = r#"name = "files"
+[load]
+concurrency = 4
+duration = "2500ms"
+timeout = "5s"
+[[workload]]
+method = "tools/list"
+[[workload]]
+method = "tools/call"
+tool = "echo"
+arguments = { message = "${random:12}" }
+"#;
+    let out = run_text(text, dir.path());
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("results/schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.dir.join("summary.json")).unwrap())
+            .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&summary)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json breaks the schema: {errors:#?}"
+    );
+    // The schema really constrains: a summary missing a field or with a bad outcome fails.
+    let mut broken = summary.clone();
+    broken["operations"][0]["outcomes"]["protocol"] = serde_json::json!({"made_up": 1});
+    assert!(!validator.is_valid(&broken));
+    let mut broken = summary.clone();
+    broken.as_object_mut().unwrap().remove("totals");
+    assert!(!validator.is_valid(&broken));
+
+    let back = mcpbench::report::files::read_summary(&out.dir.join("summary.json")).unwrap();
+    assert_eq!(back, out.summary);
+
+    let log = std::fs::read(out.dir.join("latency.hlog")).unwrap();
+    let mut per_tag: std::collections::HashMap<String, u64> = Default::default();
+    let mut deser = hdrhistogram::serialization::Deserializer::new();
+    let mut intervals = 0;
+    for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&log) {
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(h) =
+            entry.expect("valid log line")
+        {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(h.encoded_histogram())
+                .unwrap();
+            let hist: hdrhistogram::Histogram<u64> = deser.deserialize(&mut &bytes[..]).unwrap();
+            *per_tag
+                .entry(h.tag().expect("tagged").as_str().to_string())
+                .or_default() += hist.len();
+            intervals += 1;
+        }
+    }
+    assert!(intervals >= 3, "{intervals} intervals");
+    for o in &out.summary.operations {
+        assert_eq!(
+            per_tag.get(&o.name).copied().unwrap_or(0),
+            o.outcomes.ok,
+            "hlog vs summary for {}",
+            o.name
+        );
+    }
+}
+
+/// The README's quickstart scenario, shortened, runs clean against the embedded servers.
+#[test]
+fn quickstart_scenario_runs_clean() {
+    let text = std::fs::read_to_string(repo().join("scenarios/quickstart.toml")).unwrap();
+    let mut plan = mcpbench::scenario::parse("quickstart.toml", &text, &|_| None).unwrap();
+    plan.load.duration = std::time::Duration::from_secs(2);
+    plan.load.warmup = std::time::Duration::from_millis(500);
+    let dir = scratch();
+    let opts = RunOptions {
+        output: Some(dir.path().join("q")),
+        ..RunOptions::default()
+    };
+    let out = driver::run(Arc::new(plan), &opts, CancellationToken::new()).unwrap();
+    let t = &out.summary.totals;
+    assert!(t.ok > 100, "{t:?}");
+    assert_eq!((t.failed, t.cancelled, t.unaccounted), (0, 0, 0), "{t:?}");
+    assert_eq!(
+        out.summary
+            .operations
+            .iter()
+            .map(|o| o.outcomes.tool_error)
+            .sum::<u64>(),
+        0
+    );
+    let rendered = driver::render(&out);
+    assert!(
+        rendered.contains("tools/call:search-contacts") && rendered.contains("summary.json"),
+        "{rendered}"
+    );
+}
+
+/// Ctrl-C (an interrupt) stops the run early, counts what was in flight, and still writes
+/// the results.
+#[test]
+fn interrupt_writes_partial_results() {
+    let dir = scratch();
+    let text = r#"name = "interrupted"
+[load]
+concurrency = 4
+duration = "60s"
+timeout = "30s"
+[[workload]]
+method = "tools/call"
+tool = "sleep"
+arguments = { ms = 300 }
+"#;
+    let plan = Arc::new(mcpbench::scenario::parse("i.toml", text, &|_| None).unwrap());
+    let interrupt = CancellationToken::new();
+    let trigger = interrupt.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        trigger.cancel();
+    });
+    let opts = RunOptions {
+        output: Some(dir.path().join("i")),
+        ..RunOptions::default()
+    };
+    let out = driver::run(plan, &opts, interrupt).unwrap();
+    let s = &out.summary;
+    assert!(s.interrupted);
+    let sleep = op(s, "tools/call:sleep");
+    assert!(sleep.outcomes.ok >= 4, "{:?}", sleep.outcomes);
+    assert_eq!(
+        sleep.outcomes.cancelled, 4,
+        "the 4 requests in flight are cancelled, not lost"
+    );
+    assert_eq!(
+        sleep.started,
+        sleep.completed + sleep.failed + sleep.cancelled
+    );
+    assert!(out.dir.join("summary.json").is_file());
+    assert!(
+        s.measured_seconds < 30.0,
+        "stopped early: {}",
+        s.measured_seconds
+    );
+}

@@ -1,0 +1,153 @@
+//! A deliberately broken MCP server: it speaks enough Streamable HTTP to open a session and
+//! list its tools, then misbehaves in a different way per tool name.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Tools and what each does.
+pub const TOOLS: &[&str] = &[
+    "ok",
+    "http500",
+    "badjson",
+    "wrongid",
+    "reset",
+    "stall",
+    "truncated",
+    "ssenoresp",
+    "rpcerror",
+    "toolerror",
+];
+
+/// The server runs until dropped.
+pub struct Broken {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Broken {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+pub fn start() -> Broken {
+    let std_l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std_l.set_nonblocking(true).unwrap();
+    let addr = std_l.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = TcpListener::from_std(std_l).unwrap();
+            tokio::select! {
+                _ = stopped => {}
+                _ = async {
+                    loop {
+                        if let Ok((s, _)) = l.accept().await {
+                            let _ = s.set_nodelay(true);
+                            tokio::spawn(conn(s));
+                        }
+                    }
+                } => {}
+            }
+        });
+        rt.shutdown_timeout(Duration::from_millis(100));
+    });
+    Broken {
+        addr,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                let body = buf[end + 4..end + 4 + len].to_vec();
+                buf.drain(..end + 4 + len);
+                return Some(body);
+            }
+        }
+        let mut chunk = [0u8; 4096];
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn json_response(body: &str, extra: &str) -> Vec<u8> {
+    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+async fn conn(mut s: TcpStream) {
+    let mut buf = Vec::new();
+    while let Some(body) = read_request(&mut s, &mut buf).await {
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let id = v["id"].clone();
+        let method = v["method"].as_str().unwrap_or_default();
+        let reply: Vec<u8> = match method {
+            "initialize" => json_response(
+                &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"broken","version":"0"}}}}}}"#),
+                "Mcp-Session-Id: broken-session\r\n",
+            ),
+            m if m.starts_with("notifications/") => b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            "tools/list" => {
+                let tools: Vec<String> = TOOLS.iter().map(|t| format!(r#"{{"name":"{t}","inputSchema":{{"type":"object"}}}}"#)).collect();
+                json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{}]}}}}"#, tools.join(",")), "")
+            }
+            "tools/call" => match v["params"]["name"].as_str().unwrap_or_default() {
+                "ok" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"fine"}}]}}}}"#), ""),
+                "toolerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"isError":true}}}}"#), ""),
+                "rpcerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"boom"}}}}"#), ""),
+                "http500" => b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops!".to_vec(),
+                "badjson" => json_response("{this is not json", ""),
+                "wrongid" => {
+                    let wrong = id.as_i64().unwrap_or(0) + 1000;
+                    json_response(&format!(r#"{{"jsonrpc":"2.0","id":{wrong},"result":{{"content":[]}}}}"#), "")
+                }
+                "reset" => {
+                    let _ = s.set_zero_linger();
+                    return;
+                }
+                "stall" => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    return;
+                }
+                "truncated" => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":").await;
+                    return;
+                }
+                "ssenoresp" => {
+                    let ev = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{ev}", ev.len()).into_bytes()
+                }
+                _ => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"unknown tool"}}}}"#), ""),
+            },
+            _ => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"no"}}}}"#), ""),
+        };
+        if s.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
+}
