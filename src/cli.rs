@@ -192,71 +192,63 @@ fn serve(
     allow_hosts: Vec<String>,
     threads: Option<usize>,
 ) -> ExitCode {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(t) = threads {
-        builder.worker_threads(t.max(1));
-    }
-    let rt = match builder.enable_all().build() {
-        Ok(rt) => rt,
+    let mut config = server::Config {
+        response,
+        catalog,
+        page_size,
+        backend,
+        ..server::Config::default()
+    };
+    config.allowed_hosts.extend(allow_hosts);
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let servers = match server::EmbeddedServers::launch(server::Launch {
+        listen,
+        config,
+        backend: mock_backend::Config::default(),
+        threads,
+    }) {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    rt.block_on(async move {
-        let listener = match tokio::net::TcpListener::bind(listen).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {listen}: {e}");
-                return ExitCode::from(2);
+    println!(
+        "listening on {} (backend {})",
+        servers.mcp_url(),
+        servers.backend_url
+    );
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    wait_for_ctrl_c();
+    drop(servers);
+    ExitCode::SUCCESS
+}
+
+/// Blocks until SIGINT (or SIGTERM on Unix).
+fn wait_for_ctrl_c() {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+                return;
             }
-        };
-        let addr = listener.local_addr().unwrap_or(listen);
-        let (down_tx, down_rx) = tokio::sync::watch::channel(false);
-        let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|d| *d).await;
-        };
-        let mut backend_task = None;
-        let backend_url = match backend {
-            Some(b) => b,
-            None => {
-                let l = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => {
-                        eprintln!("error: cannot start the mock backend: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
-                let url = format!(
-                    "http://{}",
-                    l.local_addr().map(|a| a.to_string()).unwrap_or_default()
-                );
-                backend_task = Some(tokio::spawn(mock_backend::serve(
-                    l,
-                    mock_backend::Config::default(),
-                    wait(down_rx.clone()),
-                )));
-                url
-            }
-        };
-        let mut config = server::Config {
-            response,
-            catalog,
-            page_size,
-            backend: Some(backend_url.clone()),
-            ..server::Config::default()
-        };
-        config.allowed_hosts.extend(allow_hosts);
-        println!("listening on http://{addr}/mcp (backend {backend_url})");
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        let server = tokio::spawn(server::serve(listener, config, wait(down_rx)));
-        let _ = tokio::signal::ctrl_c().await;
-        let _ = down_tx.send(true);
-        let _ = server.await;
-        if let Some(b) = backend_task {
-            let _ = b.await;
         }
-        ExitCode::SUCCESS
-    })
+        let _ = tokio::signal::ctrl_c().await;
+    });
 }

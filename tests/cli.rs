@@ -144,3 +144,38 @@ fn a_short_run_prints_the_table_and_writes_results() {
     assert!(outdir.join("summary.json").is_file());
     assert!(outdir.join("latency.hlog").is_file());
 }
+
+/// `mcpbench serve` prints where it listens (port 0 works), serves MCP with its own mock
+/// backend, and shuts down cleanly on SIGINT.
+#[test]
+fn serve_binds_loopback_prints_its_address_and_stops_on_sigint() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpbench"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("{line}"));
+    let addr: std::net::SocketAddr = url.split('/').next().unwrap().parse().unwrap();
+    assert!(addr.ip().is_loopback());
+    let (sid, r) = crate::support::initialize(addr, "2025-11-25");
+    assert_eq!(r.status, 200);
+    let call = crate::support::post(
+        addr,
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search-contacts","arguments":{"query":"Leanne"}}}"#,
+    );
+    assert!(String::from_utf8_lossy(&call.body).contains("Leanne Graham"));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

@@ -66,7 +66,7 @@ arguments = {{ message = "x" }}
             .iter()
             .find(|w| w.name == "tools/call:search-contacts")
             .map_or(0, |w| w.outcomes.ok);
-        let stats = backend_stats(srv.backend_addr);
+        let stats = backend_stats(srv.backend_addr.unwrap());
         let backend_ok = stats["routes"]["contacts"]["ok"]
             .as_u64()
             .expect("contacts counter");

@@ -346,7 +346,7 @@ fn tools_validate_arguments_and_call_the_backend() {
             ))["result"]["isError"],
             true
         );
-        let stats = crate::support::backend_stats(srv.backend_addr);
+        let stats = crate::support::backend_stats(srv.backend_addr.unwrap());
         assert_eq!(stats["routes"]["contacts"]["ok"], 1);
         assert_eq!(
             stats["routes"]["tickets"]["ok"], 1,

@@ -20,7 +20,7 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum KnobError {
     #[error(
-        "invalid duration {input:?}: expected a number with a unit (ns, us, µs, ms, s, m) such as \"5ms\", or \"0\""
+        "invalid duration {input:?}: expected a number with a unit (ns, us, µs, ms, s, m, h) such as \"5ms\" or \"1m30s\", or \"0\""
     )]
     Duration { input: String },
     #[error(
@@ -145,29 +145,45 @@ impl fmt::Display for Latency {
     }
 }
 
-/// Parses `"250us"`, `"1.5ms"`, `"2s"`, `"1m"` or `"0"`.
+/// Parses `"250us"`, `"1.5ms"`, `"2s"`, `"1m"`, `"1h"`, compounds such as `"1m30s"`, or `"0"`.
 ///
-/// A unit is required for anything but zero: a bare `"5"` is ambiguous and a common typo.
+/// A unit is required for anything but zero: a bare `"5"` is ambiguous and a common typo. This
+/// is the project's one duration grammar: scenario files use it too.
 pub fn parse_duration(input: &str) -> Result<Duration, KnobError> {
     let error = || KnobError::Duration {
         input: input.to_owned(),
     };
     let s = input.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| error())?;
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" | "μs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" => 60.0,
-        "" if value == 0.0 => 0.0,
-        _ => return Err(error()),
-    };
-    Duration::try_from_secs_f64(value * scale).map_err(|_| error())
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(split);
+        let value: f64 = number.parse().map_err(|_| error())?;
+        let unit_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let scale = match &tail[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(error()),
+        };
+        total += value * scale;
+        rest = &tail[unit_end..];
+    }
+    if s.is_empty() {
+        return Err(error());
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| error())
 }
 
 /// Parses a probability in `0..=1`.
@@ -378,6 +394,9 @@ mod tests {
         assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1s500ms"), Ok(ms(1500)));
     }
 
     #[test]

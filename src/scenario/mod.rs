@@ -63,15 +63,8 @@ impl Source<'_> {
         message: impl Into<String>,
         hint: Option<String>,
     ) -> ScenarioError {
-        let loc = locate::locate(self.text, span.start);
-        ScenarioError::Invalid(Box::new(Diagnostic {
-            file: self.name.to_string(),
-            line: loc.line,
-            column: loc.column,
-            key: loc.key,
-            message: message.into(),
-            hint,
-        }))
+        let key = locate::locate(self.text, span.start).key;
+        self.error_at_key(span, &key, message, hint)
     }
 
     /// Like [`Source::error`] but with the key given (for spans that cover a whole table).

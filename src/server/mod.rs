@@ -19,7 +19,7 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use tokio::net::TcpListener;
 
-pub use embedded::{EmbeddedError, EmbeddedServers};
+pub use embedded::{EmbeddedError, EmbeddedServers, Launch};
 
 /// How request responses are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
