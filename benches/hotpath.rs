@@ -36,7 +36,7 @@ fn envelope(c: &mut Criterion) {
     let large = large();
     for (name, msg) in [("small", SMALL.to_string()), ("large", large)] {
         g.throughput(Throughput::Bytes(msg.len() as u64));
-        for codec in [Codec::SerdeJson, Codec::SimdJson] {
+        for codec in [Codec::Scan, Codec::SerdeJson, Codec::SimdJson] {
             let mut buf = msg.clone().into_bytes();
             g.bench_with_input(
                 BenchmarkId::new(format!("{codec:?}"), name),

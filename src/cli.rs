@@ -39,8 +39,8 @@ pub enum Command {
         /// Where default run directories go.
         #[arg(long, default_value = "results")]
         results_root: PathBuf,
-        /// JSON decoder for responses: serde-json or simd-json.
-        #[arg(long, default_value = "serde-json")]
+        /// JSON decoder for responses: scan (default), serde-json or simd-json.
+        #[arg(long, default_value = "scan")]
         codec: Codec,
         /// Generator threads (default: the scenario's, else one per core).
         #[arg(long)]

@@ -135,8 +135,10 @@ pub enum DecodeError {
 /// Which JSON decoder reads envelopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Codec {
-    /// serde_json over borrowed input: no allocation, scalar parsing.
+    /// The envelope scanner (`protocol::scan`): one validating pass, no allocation.
     #[default]
+    Scan,
+    /// serde_json over borrowed input: no allocation, generic visitor machinery.
     SerdeJson,
     /// simd-json: SIMD structural scan, unescapes in place (needs a mutable buffer).
     SimdJson,
@@ -146,6 +148,7 @@ impl FromStr for Codec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "scan" => Ok(Codec::Scan),
             "serde" | "serde_json" | "serde-json" => Ok(Codec::SerdeJson),
             "simd" | "simd-json" | "simd_json" => Ok(Codec::SimdJson),
             other => Err(format!(
@@ -162,6 +165,7 @@ pub fn decode(codec: Codec, buf: &mut [u8]) -> Result<Incoming<'_>, DecodeError>
         return Err(DecodeError::Batch);
     }
     let env: Envelope<'_> = match codec {
+        Codec::Scan => return super::scan::decode(buf),
         Codec::SerdeJson => serde_json::from_slice(buf).map_err(|_| DecodeError::Json)?,
         Codec::SimdJson => simd_json::serde::from_slice(buf).map_err(|_| DecodeError::Json)?,
     };
@@ -238,7 +242,7 @@ mod tests {
     use super::*;
 
     fn both(json: &str) -> Vec<Result<String, DecodeError>> {
-        [Codec::SerdeJson, Codec::SimdJson]
+        [Codec::SerdeJson, Codec::SimdJson, Codec::Scan]
             .into_iter()
             .map(|c| {
                 let mut buf = json.as_bytes().to_vec();
@@ -250,6 +254,7 @@ mod tests {
     fn same(json: &str) -> Result<String, DecodeError> {
         let r = both(json);
         assert_eq!(r[0], r[1], "codecs disagree on {json}");
+        assert_eq!(r[0], r[2], "scan disagrees on {json}");
         r[0].clone()
     }
 
@@ -286,6 +291,54 @@ mod tests {
             same(r#"{"id":1,"result":{},"error":{"code":1}}"#),
             Err(DecodeError::Shape)
         );
+    }
+
+    /// The scanner gives serde_json's verdict on valid and on mangled messages.
+    #[test]
+    fn scanner_agrees_with_serde_json_on_mutations() {
+        let corpus = [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b\u00e9\ud83d\ude00"}],"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope","data":{"k":[1,2.5e3,-0.1,true,null]}}}"#,
+            r#" { "method" : "notifications/progress" , "params" : { "progressToken" : 1 , "progress" : 0.5 } } "#,
+            r#"{"id":1,"result":{"isError":true,"resultType":"complete","structuredContent":{"a":{}}}}"#,
+            r#"{"id":null,"method":"ping"}"#,
+            r#"{"id":12345678901234567890123,"result":{}}"#,
+            r#"{"id":-5,"result":{},"extra":[[],{},""]}"#,
+        ];
+        let alphabet = b"{}[]\":,\\0123456789-+.eEtrufalsn u \t\n";
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut checked = 0;
+        let scan_vs_serde = |text: &str| {
+            let r = both(text);
+            assert_eq!(r[0], r[2], "scan disagrees with serde_json on {text}");
+        };
+        for base in corpus {
+            scan_vs_serde(base);
+            for _ in 0..3000 {
+                let mut m = base.as_bytes().to_vec();
+                for _ in 0..1 + next(3) {
+                    let at = next(m.len());
+                    match next(3) {
+                        0 => m[at] = alphabet[next(alphabet.len())],
+                        1 => {
+                            m.remove(at);
+                        }
+                        _ => m.insert(at, alphabet[next(alphabet.len())]),
+                    }
+                }
+                if let Ok(text) = std::str::from_utf8(&m) {
+                    scan_vs_serde(text);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 15_000);
     }
 
     #[test]

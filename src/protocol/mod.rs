@@ -1,4 +1,6 @@
-//! MCP on the wire: JSON-RPC envelopes (`jsonrpc`) and protocol revisions (`version`).
+//! MCP on the wire: JSON-RPC envelopes (`jsonrpc`, with the `scan` codec) and protocol
+//! revisions (`version`).
 
 pub mod jsonrpc;
+pub mod scan;
 pub mod version;

@@ -148,9 +148,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     pub async fn read_head(&mut self, captured: &mut Captured) -> Result<ResponseHead, HttpError> {
         loop {
             if self.len > self.pos {
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut resp = httparse::Response::new(&mut headers);
-                match resp.parse(&self.buf[self.pos..self.len]) {
+                // Uninitialised header slots: an initialised array would be a 2 KiB memset
+                // per parse attempt.
+                let mut headers =
+                    [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 64];
+                let mut resp = httparse::Response::new(&mut []);
+                let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+                    &mut resp,
+                    &self.buf[self.pos..self.len],
+                    &mut headers,
+                );
+                match parsed {
                     Ok(httparse::Status::Complete(n)) => {
                         let status = resp.code.unwrap_or(0);
                         let head = interpret(&resp, captured);

@@ -1,0 +1,433 @@
+//! A validating single-pass scanner for JSON-RPC envelopes: the default codec.
+//!
+//! The generator needs four things from a response (id, result or error, `isError`,
+//! `resultType`) and a verdict on whether the bytes are JSON at all. serde_json gets there
+//! through its generic visitor machinery (~30 instructions per byte on small responses, see
+//! `benches/hotpath.rs`); this scanner walks the bytes once, validating structure, strings,
+//! escapes, numbers and nesting, and borrows everything it returns. It gives the same verdict
+//! as the serde_json codec on every input (a differential test checks this), including which
+//! malformed messages are invalid.
+
+use std::borrow::Cow;
+
+use super::jsonrpc::{DecodeError, IdRef, Incoming};
+
+const MAX_DEPTH: u32 = 128;
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+type R<T> = Result<T, DecodeError>;
+const BAD: DecodeError = DecodeError::Json;
+
+/// A string as it appears between its quotes.
+struct RawStr<'a> {
+    raw: &'a [u8],
+    escaped: bool,
+}
+
+impl<'a> RawStr<'a> {
+    fn cow(&self) -> R<Cow<'a, str>> {
+        if !self.escaped {
+            // The input was validated as UTF-8 as a whole.
+            return std::str::from_utf8(self.raw)
+                .map(Cow::Borrowed)
+                .map_err(|_| BAD);
+        }
+        let mut quoted = Vec::with_capacity(self.raw.len() + 2);
+        quoted.push(b'"');
+        quoted.extend_from_slice(self.raw);
+        quoted.push(b'"');
+        serde_json::from_slice::<String>(&quoted)
+            .map(Cow::Owned)
+            .map_err(|_| BAD)
+    }
+
+    fn is(&self, key: &str) -> bool {
+        if self.escaped {
+            self.cow().is_ok_and(|c| c == key)
+        } else {
+            self.raw == key.as_bytes()
+        }
+    }
+}
+
+/// The index of the first byte at or after `i` that ends a run of plain string characters
+/// (a quote, a backslash or a control character), or `b.len()`. Eight bytes at a time.
+#[inline]
+fn skip_plain(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let quote = x ^ (ONES * b'"' as u64);
+        let backslash = x ^ (ONES * b'\\' as u64);
+        let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v;
+        let control = x.wrapping_sub(ONES * 0x20) & !x;
+        let hit = (zero_byte(quote) | zero_byte(backslash) | control) & HIGHS;
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+impl<'a> Scanner<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(&c) = self.b.get(self.i) {
+            if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                break;
+            }
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn peek(&mut self) -> R<u8> {
+        self.ws();
+        self.b.get(self.i).copied().ok_or(BAD)
+    }
+
+    #[inline]
+    fn expect(&mut self, c: u8) -> R<()> {
+        if self.peek()? == c {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(BAD)
+        }
+    }
+
+    fn string(&mut self) -> R<RawStr<'a>> {
+        self.expect(b'"')?;
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            i = skip_plain(b, i);
+            let c = *b.get(i).ok_or(BAD)?;
+            i += 1;
+            match c {
+                b'"' => {
+                    self.i = i;
+                    return Ok(RawStr {
+                        raw: &b[start..i - 1],
+                        escaped,
+                    });
+                }
+                b'\\' => {
+                    escaped = true;
+                    let e = *b.get(i).ok_or(BAD)?;
+                    i += 1;
+                    match e {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        // Lone surrogates are valid JSON syntax (RFC 8259 §8.2); a string that
+                        // must be decoded (an id, a method) rejects them in `RawStr::cow`.
+                        b'u' => {
+                            let hex = b.get(i..i + 4).ok_or(BAD)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return Err(BAD);
+                            }
+                            i += 4;
+                        }
+                        _ => return Err(BAD),
+                    }
+                }
+                _ => return Err(BAD), // a control character
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let s = self.i;
+        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        self.i - s
+    }
+
+    /// A number; returns its text and whether it is an integer (no fraction or exponent).
+    fn number(&mut self) -> R<(&'a [u8], bool)> {
+        self.ws();
+        let start = self.i;
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        match self.b.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(BAD),
+        }
+        let mut integer = true;
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            integer = false;
+            if self.digits() == 0 {
+                return Err(BAD);
+            }
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            self.i += 1;
+            integer = false;
+            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(BAD);
+            }
+        }
+        Ok((&self.b[start..self.i], integer))
+    }
+
+    fn literal(&mut self, lit: &[u8]) -> R<()> {
+        if self.b.get(self.i..self.i + lit.len()) == Some(lit) {
+            self.i += lit.len();
+            Ok(())
+        } else {
+            Err(BAD)
+        }
+    }
+
+    /// Skips any value, validating it.
+    fn skip(&mut self, depth: u32) -> R<()> {
+        if depth > MAX_DEPTH {
+            return Err(BAD);
+        }
+        match self.peek()? {
+            b'"' => self.string().map(|_| ()),
+            b'{' => {
+                self.i += 1;
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.string()?;
+                    self.expect(b':')?;
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b'}' => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(BAD),
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(BAD),
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(|_| ()),
+        }
+    }
+
+    /// Iterates the members of an object, calling `f` with each key; `f` must consume the
+    /// value.
+    fn object<F: FnMut(&mut Self, RawStr<'a>) -> R<()>>(&mut self, mut f: F) -> R<()> {
+        self.expect(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':')?;
+            f(self, key)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(BAD),
+            }
+        }
+    }
+
+    fn id(&mut self) -> R<IdRef<'a>> {
+        match self.peek()? {
+            b'"' => Ok(IdRef::Str(self.string()?.cow()?)),
+            b'n' => self.literal(b"null").map(|_| IdRef::Null),
+            b'-' | b'0'..=b'9' => {
+                let (text, integer) = self.number()?;
+                let s = std::str::from_utf8(text).map_err(|_| BAD)?;
+                if !integer {
+                    // serde_json rejects floats that overflow to infinity.
+                    return match s.parse::<f64>() {
+                        Ok(f) if f.is_finite() => Ok(IdRef::Invalid),
+                        _ => Err(BAD),
+                    };
+                }
+                // serde_json reads integers beyond i64/u64 as floats: not an id.
+                Ok(match (s.parse::<u64>(), s.parse::<i64>()) {
+                    (Ok(u), _) => IdRef::Num(u as i128),
+                    (_, Ok(i)) => IdRef::Num(i as i128),
+                    _ => IdRef::Invalid,
+                })
+            }
+            b'{' | b'[' => self.skip(1).map(|_| IdRef::Invalid),
+            b't' | b'f' => Err(BAD), // a boolean id: serde_json rejects it too
+            _ => Err(BAD),
+        }
+    }
+
+    fn bool(&mut self) -> R<bool> {
+        match self.peek()? {
+            b't' => self.literal(b"true").map(|_| true),
+            b'f' => self.literal(b"false").map(|_| false),
+            b'n' => self.literal(b"null").map(|_| false),
+            _ => Err(BAD),
+        }
+    }
+
+    fn opt_string(&mut self) -> R<Option<Cow<'a, str>>> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null").map(|_| None);
+        }
+        Ok(Some(self.string()?.cow()?))
+    }
+}
+
+/// Decodes an envelope; same contract as `jsonrpc::decode`.
+pub fn decode(buf: &[u8]) -> Result<Incoming<'_>, DecodeError> {
+    std::str::from_utf8(buf).map_err(|_| BAD)?;
+    let mut s = Scanner { b: buf, i: 0 };
+    if s.peek()? == b'[' {
+        return Err(DecodeError::Batch);
+    }
+    let mut id: Option<IdRef<'_>> = None;
+    let mut method: Option<Option<Cow<'_, str>>> = None;
+    let mut result: Option<Option<(bool, Option<Cow<'_, str>>)>> = None;
+    let mut error: Option<Option<i64>> = None;
+    s.object(|s, key| {
+        if key.is("id") {
+            if id.is_some() {
+                return Err(BAD);
+            }
+            id = Some(s.id()?);
+        } else if key.is("method") {
+            if method.is_some() {
+                return Err(BAD);
+            }
+            method = Some(s.opt_string()?);
+        } else if key.is("result") {
+            if result.is_some() {
+                return Err(BAD);
+            }
+            if s.peek()? == b'n' {
+                s.literal(b"null")?;
+                result = Some(None);
+                return Ok(());
+            }
+            let mut is_error: Option<bool> = None;
+            let mut result_type: Option<Option<Cow<'_, str>>> = None;
+            s.object(|s, k| {
+                if k.is("isError") {
+                    if is_error.is_some() {
+                        return Err(BAD);
+                    }
+                    is_error = Some(s.bool()?);
+                } else if k.is("resultType") {
+                    if result_type.is_some() {
+                        return Err(BAD);
+                    }
+                    result_type = Some(s.opt_string()?);
+                } else {
+                    s.skip(2)?;
+                }
+                Ok(())
+            })?;
+            result = Some(Some((is_error.unwrap_or(false), result_type.flatten())));
+        } else if key.is("error") {
+            if error.is_some() {
+                return Err(BAD);
+            }
+            if s.peek()? == b'n' {
+                s.literal(b"null")?;
+                error = Some(None);
+                return Ok(());
+            }
+            let mut code: Option<i64> = None;
+            s.object(|s, k| {
+                if k.is("code") {
+                    if code.is_some() {
+                        return Err(BAD);
+                    }
+                    let (text, integer) = s.number()?;
+                    if !integer {
+                        return Err(BAD);
+                    }
+                    code = Some(
+                        std::str::from_utf8(text)
+                            .ok()
+                            .and_then(|t| t.parse().ok())
+                            .ok_or(BAD)?,
+                    );
+                } else {
+                    s.skip(2)?;
+                }
+                Ok(())
+            })?;
+            error = Some(Some(code.ok_or(BAD)?));
+        } else {
+            s.skip(1)?;
+        }
+        Ok(())
+    })?;
+    s.ws();
+    if s.i != buf.len() {
+        return Err(BAD);
+    }
+    let id = match id {
+        Some(IdRef::Null) | None => None,
+        Some(other) => Some(other),
+    };
+    match (method.flatten(), result.flatten(), error.flatten()) {
+        (None, Some((is_error, result_type)), None) => Ok(Incoming::Result {
+            id: id.unwrap_or(IdRef::Null),
+            is_error,
+            result_type,
+        }),
+        (None, None, Some(code)) => Ok(Incoming::Error {
+            id: id.unwrap_or(IdRef::Null),
+            code,
+        }),
+        (Some(method), None, None) => match id {
+            Some(id) => Ok(Incoming::Request { id, method }),
+            None => Ok(Incoming::Notification { method }),
+        },
+        _ => Err(DecodeError::Shape),
+    }
+}
