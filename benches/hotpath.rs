@@ -77,7 +77,10 @@ fn request_body(c: &mut Criterion) {
     let text = "[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\narguments = { query = \"${pick:Leanne,Ervin,Clementine}\", limit = \"${range:1..20}\" }\n";
     let plan = mcpbench::scenario::parse("bench.toml", text, &|_| None).unwrap();
     let item = &plan.workload[0];
-    let template = mcpbench::driver::workload::RequestTemplate::new(item);
+    let template = mcpbench::driver::workload::RequestTemplate::new(
+        item,
+        mcpbench::protocol::version::Revision::V2025_11_25,
+    );
     let mut rng = SmallRng::seed_from_u64(1);
     let mut out = Vec::with_capacity(256);
     let mut id = 0u64;

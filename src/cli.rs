@@ -33,7 +33,7 @@ pub enum Command {
     Run {
         /// The scenario file (TOML).
         scenario: PathBuf,
-        /// Directory for this run's results (default: results/<UTC time>-<name>).
+        /// Directory for this run's results (default: `results/<UTC time>-<name>`).
         #[arg(long, short)]
         output: Option<PathBuf>,
         /// Where default run directories go.
@@ -49,7 +49,8 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Serve the reference MCP server (Streamable HTTP at /mcp).
+    /// Serve the reference MCP server: Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages,
+    /// WebSocket at /ws (subprotocol mcp); or one session on stdin/stdout with --stdio.
     Serve {
         /// Address to listen on; loopback unless you say otherwise.
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -73,6 +74,16 @@ pub enum Command {
         /// Runtime threads.
         #[arg(long)]
         threads: Option<usize>,
+        /// Serve one MCP session on stdin/stdout (one JSON message per line) instead of
+        /// listening; exits when stdin closes.
+        #[arg(long, conflicts_with_all = ["listen", "tls_cert", "tls_key"])]
+        stdio: bool,
+        /// Serve HTTPS/WSS (ALPN h2 and http/1.1) with this PEM certificate chain.
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Check a scenario file without running it.
     Validate { scenario: PathBuf },
@@ -85,7 +96,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             Ok(plan) => {
                 let target = match &plan.target {
                     Target::Embedded(_) => "the built-in reference server".to_string(),
-                    Target::Http(h) => h.url.clone(),
+                    Target::Remote(r) => r.describe(),
                 };
                 println!(
                     "{}: ok — {} workload entries against {}, {} virtual users for {}",
@@ -155,7 +166,10 @@ pub fn execute(cli: Cli) -> ExitCode {
             page_size,
             allow_hosts,
             threads,
-        } => serve(
+            stdio,
+            tls_cert,
+            tls_key,
+        } => serve(Serve {
             listen,
             backend,
             response,
@@ -163,7 +177,9 @@ pub fn execute(cli: Cli) -> ExitCode {
             page_size,
             allow_hosts,
             threads,
-        ),
+            stdio,
+            tls: tls_cert.zip(tls_key),
+        }),
     }
 }
 
@@ -183,7 +199,8 @@ fn watch_ctrl_c(token: CancellationToken) {
     });
 }
 
-fn serve(
+/// `serve`'s options.
+struct Serve {
     listen: SocketAddr,
     backend: Option<String>,
     response: ResponseMode,
@@ -191,19 +208,49 @@ fn serve(
     page_size: usize,
     allow_hosts: Vec<String>,
     threads: Option<usize>,
-) -> ExitCode {
+    stdio: bool,
+    /// Certificate chain and key (PEM).
+    tls: Option<(PathBuf, PathBuf)>,
+}
+
+fn serve(o: Serve) -> ExitCode {
     let mut config = server::Config {
-        response,
-        catalog,
-        page_size,
-        backend,
+        response: o.response,
+        catalog: o.catalog,
+        page_size: o.page_size,
+        backend: o.backend,
         ..server::Config::default()
     };
-    config.allowed_hosts.extend(allow_hosts);
-    let threads =
-        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    config.allowed_hosts.extend(o.allow_hosts);
+    if let Some((cert, key)) = &o.tls {
+        match server::tls::load_pem(cert, key) {
+            Ok(tls) => config.tls = Some(tls),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let threads = o
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if o.stdio {
+        // stdout carries MCP messages only; everything else goes to stderr.
+        return match server::run_stdio(
+            config,
+            mock_backend::Config::default(),
+            threads,
+            signalled(),
+        ) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let servers = match server::EmbeddedServers::launch(server::Launch {
-        listen,
+        listen: o.listen,
         config,
         backend: mock_backend::Config::default(),
         threads,
@@ -214,13 +261,19 @@ fn serve(
             return ExitCode::from(2);
         }
     };
-    println!(
-        "listening on {} (backend {})",
+    // The first line is parsed by scripts and tests: keep its shape. One write, errors
+    // ignored: a reader that stops after the first line must not make this panic.
+    let banner = format!(
+        "listening on {} (backend {})\nalso: {} (HTTP+SSE, 2024-11-05), {} (WebSocket, subprotocol mcp)\n",
         servers.mcp_url(),
-        servers.backend_url
+        servers.backend_url,
+        servers.sse_url(),
+        servers.ws_url()
     );
     use std::io::Write;
-    let _ = std::io::stdout().flush();
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+    drop(out);
     wait_for_ctrl_c();
     drop(servers);
     ExitCode::SUCCESS
@@ -234,21 +287,25 @@ fn wait_for_ctrl_c() {
     else {
         return;
     };
-    rt.block_on(async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            if let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-                return;
+    rt.block_on(signalled());
+}
+
+/// Completes on SIGINT (or SIGTERM on Unix). Nothing is registered until it is first polled,
+/// so it can be made outside a runtime.
+async fn signalled() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
+            return;
         }
-        let _ = tokio::signal::ctrl_c().await;
-    });
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

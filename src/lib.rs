@@ -5,14 +5,19 @@
 //! ```text
 //! cli         clap definitions: run | serve | validate
 //! scenario/   TOML as written (raw) → validated Plan (plan); argument generators (args)
-//! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc); protocol revisions (version)
-//! transport/  hot-path HTTP/1.1 client (http1); the one SSE decoder (sse);
-//!             MCP sessions over Streamable HTTP (streamable_http)
-//! driver/     the one generic runner: worker threads, virtual users, stop and warm-up
+//! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
+//!             protocol revisions (version)
+//! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); the one SSE
+//!             decoder (sse); WebSocket framing (ws); sessions over Streamable HTTP
+//!             (streamable_http) and over multiplexed connections (mux: stdio, websocket,
+//!             sse_legacy)
+//! driver/     the one generic runner: worker threads, virtual users, stop and warm-up;
+//!             preflight (reachability, revision, tools)
 //! metrics/    Outcome classes (outcome); per-worker histogram shards (recorder);
 //!             interval merging, HdrHistogram interval log (collector)
 //! report/     the one result model (summary) rendered as text, JSON and files
-//! server/     the reference MCP server: serve(listener, config, shutdown), tools, sessions
+//! server/     the reference MCP server: every transport and revision, serve(listener,
+//!             config, shutdown) and serve_stdio, tools, sessions, TLS
 //! ```
 //!
 //! # Data flow of `mcpbench run`
@@ -20,7 +25,7 @@
 //! ```text
 //! scenario.toml ─▶ scenario::load ─▶ Plan ─▶ driver::run
 //!   driver::run: [embedded servers] → preflight (reachability, tools) → N worker threads
-//!     worker thread (current-thread runtime): virtual users ─▶ StreamableHttp ─▶ target
+//!     worker thread (current-thread runtime): virtual users ─▶ Session ─▶ target
 //!       each request: Recorder (thread-local shard: histograms + counters)
 //!     every interval: shard ─(one message per worker)─▶ collector ─▶ latency.hlog, progress
 //!   end: totals ─▶ report::Summary ─▶ table on stdout, summary.json

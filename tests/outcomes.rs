@@ -74,3 +74,84 @@ fn each_misbehaviour_lands_in_its_own_class() {
     );
     assert!(out.dir.join("summary.json").is_file() && out.dir.join("latency.hlog").is_file());
 }
+
+/// The same over stdio (multiplexed, id-matched): a child that misbehaves per tool name. One
+/// tool per run, so a broken child can only affect its own requests.
+#[test]
+fn stdio_misbehaviours_land_in_their_classes() {
+    let script = crate::support::repo().join("tests/fixtures/broken_stdio.py");
+    let cases: &[(&str, &str)] = &[
+        ("ok", "ok"),
+        ("noisy", "ok"),
+        ("toolerror", "tool_error"),
+        ("rpcerror", "rpc_error(-32603)"),
+        ("wrongid", "timeout"),
+        ("garbage", "protocol(bad_json)"),
+        ("exit", "io"),
+        ("stall", "timeout"),
+    ];
+    for (tool, class) in cases {
+        let text = format!(
+            "name = \"broken-stdio\"\n[target]\ncommand = [\"python3\", \"{}\"]\n[load]\nconcurrency = 2\nduration = \"1s\"\ntimeout = \"300ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"{tool}\"\n",
+            script.display()
+        );
+        let plan =
+            Arc::new(mcpbench::scenario::parse("broken-stdio.toml", &text, &|_| None).unwrap());
+        let dir = scratch();
+        let opts = RunOptions {
+            output: Some(dir.path().join("run")),
+            ..RunOptions::default()
+        };
+        let out = driver::run(plan, &opts, CancellationToken::new()).expect("the run finishes");
+        let op = out
+            .summary
+            .operations
+            .iter()
+            .find(|o| o.name == format!("tools/call:{tool}"))
+            .unwrap();
+        let line = mcpbench::report::text::outcomes_line(&op.outcomes);
+        assert!(op.started > 0, "{tool}: never sent");
+        assert_eq!(line, format!("{class} {}", op.started), "{tool}");
+        assert_eq!(out.summary.totals.unaccounted, 0, "{tool}");
+        if *tool == "stall" {
+            assert!(
+                out.summary.sessions.cancels_sent > 0,
+                "timed-out requests are cancelled with notifications/cancelled"
+            );
+        }
+    }
+}
+
+/// Unusual but correct server behaviour the client must handle: a response stream closed
+/// after a priming event with `retry` (resumed with GET + Last-Event-ID, 2025-11-25), and a
+/// server `ping` on the response stream that must be answered before the response comes.
+#[test]
+fn resumed_streams_and_server_pings_succeed() {
+    let server = broken::start();
+    let mut text = format!(
+        "name = \"unusual\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 1\nduration = \"1s\"\ntimeout = \"3s\"\n",
+        server.addr
+    );
+    for tool in broken::UNUSUAL {
+        text.push_str(&format!(
+            "[[workload]]\nmethod = \"tools/call\"\ntool = \"{tool}\"\n"
+        ));
+    }
+    let plan = Arc::new(mcpbench::scenario::parse("unusual.toml", &text, &|_| None).unwrap());
+    let dir = scratch();
+    let opts = RunOptions {
+        output: Some(dir.path().join("run")),
+        ..RunOptions::default()
+    };
+    let out = driver::run(plan, &opts, CancellationToken::new()).unwrap();
+    for tool in broken::UNUSUAL {
+        let op = out
+            .summary
+            .operations
+            .iter()
+            .find(|o| o.name == format!("tools/call:{tool}"))
+            .unwrap();
+        assert!(op.started > 0, "{tool}: never sent");
+        assert_eq!(op.outcomes.ok, op.started, "{tool}: {:?}", op.outcomes);
+    }
+}

@@ -250,7 +250,11 @@ fn tools_list_paginates_with_stable_opaque_cursors() {
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names.len(), 258, "8 built-in + 250 synthetic tools");
+    assert_eq!(
+        names.len(),
+        259,
+        "9 built-in (progress included) + 250 synthetic tools"
+    );
     let unique: std::collections::HashSet<_> = names.iter().collect();
     assert_eq!(unique.len(), names.len());
     let bad = post(

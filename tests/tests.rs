@@ -4,5 +4,12 @@ mod support;
 
 mod cli;
 mod e2e;
+mod matrix;
 mod outcomes;
 mod reference_server;
+mod server_legacy_sse;
+mod server_stateless;
+mod server_stdio;
+mod server_streamable;
+mod server_tls;
+mod server_ws;

@@ -3,7 +3,8 @@
 //! Every HTTP server in mcpbench (this backend and the root crate's servers) accepts through
 //! [`serve_connections`], so socket options, accept-error handling and shutdown behave the same
 //! everywhere. [`serve_http`] is the usual per-connection body: HTTP/1.1 or HTTP/2 (detected
-//! from the preface) with graceful shutdown.
+//! from the preface) with graceful shutdown, over a plain socket or any other byte stream (a
+//! TLS session, say).
 
 use std::{error::Error as StdError, io, net::SocketAddr, pin::pin, time::Duration};
 
@@ -13,6 +14,7 @@ use hyper_util::{
     server::conn::auto::{self, HttpServerConnExec},
 };
 use tokio::{
+    io::{AsyncRead, AsyncWrite},
     net::{TcpListener, TcpStream},
     sync::watch,
     task::{JoinError, JoinSet},
@@ -144,13 +146,18 @@ fn log_join(result: Result<(), JoinError>) {
     }
 }
 
-/// Serves HTTP/1.1 or HTTP/2 (prior knowledge) on one connection until the peer closes it, or
-/// until `shutdown` fires and the requests in flight have been answered.
+/// Serves HTTP/1.1 or HTTP/2 (prior knowledge, or negotiated by ALPN when `io` is a TLS
+/// session) on one connection until the peer closes it, or until `shutdown` fires and the
+/// requests in flight have been answered.
+///
+/// `io` is any byte stream: a `TcpStream`, or a TLS stream wrapping one. HTTP/1.1 upgrades
+/// (WebSocket) are enabled; a service that never answers `101` is unaffected.
 ///
 /// A timer is installed so hyper's HTTP/1 header-read timeout works: a client that opens a
 /// connection and never sends a request cannot hold it forever.
-pub async fn serve_http<S, B>(stream: TcpStream, service: S, mut shutdown: Shutdown)
+pub async fn serve_http<I, S, B>(io: I, service: S, mut shutdown: Shutdown)
 where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: Service<Request<Incoming>, Response = Response<B>>,
     S::Future: 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
@@ -161,7 +168,7 @@ where
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new());
     builder.http2().timer(TokioTimer::new());
-    let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), service));
+    let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
     let result = tokio::select! {
         result = conn.as_mut() => result,
         () = shutdown.triggered() => {

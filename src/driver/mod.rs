@@ -13,13 +13,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::collector::{Collector, HlogWriter, IntervalSnapshot};
 use crate::protocol::jsonrpc::Codec;
+use crate::protocol::version::Revision;
 use crate::report::summary::{
     self, Generator, LoadInfo, Operation, ScenarioInfo, Summary, TargetInfo, WarmupOperation,
 };
 use crate::report::{files, text};
-use crate::scenario::{Method, Plan, Target};
+use crate::scenario::plan::Url;
+use crate::scenario::{Method, Plan, ProtocolChoice, Target};
 use crate::server::EmbeddedServers;
-use crate::transport::streamable_http::Endpoint;
+use crate::transport::net::{NetTarget, TlsClient};
+use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
 /// How to run (beyond what the scenario says).
 #[derive(Debug, Clone)]
@@ -71,6 +74,8 @@ pub enum RunError {
         tool: String,
         available: Vec<String>,
     },
+    #[error("TLS set-up for {target}: {reason}")]
+    Tls { target: String, reason: String },
     #[error("cannot write results to {path}: {source}")]
     Output {
         path: String,
@@ -93,6 +98,9 @@ fn suggest(available: &[String]) -> String {
     format!("\n  hint: it lists {}{more}", shown.join(", "))
 }
 
+/// The least time a session opening gets.
+pub const OPEN_TIMEOUT_MIN: Duration = Duration::from_secs(5);
+
 /// A finished run.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -102,14 +110,56 @@ pub struct RunOutput {
 
 struct Resolved {
     endpoint: Endpoint,
+    /// What the report names as the target (never secrets).
     url: String,
     kind: &'static str,
     headers: Vec<String>,
     _embedded: Option<EmbeddedServers>,
 }
 
+fn resolve_addr(u: &Url) -> Result<SocketAddr, RunError> {
+    let hostport = format!(
+        "{}:{}",
+        u.host.trim_start_matches('[').trim_end_matches(']'),
+        u.port
+    );
+    hostport
+        .to_socket_addrs()
+        .map_err(|e| RunError::Resolve {
+            target: u.text.clone(),
+            reason: e.to_string(),
+        })?
+        .next()
+        .ok_or_else(|| RunError::Resolve {
+            target: u.text.clone(),
+            reason: "no address".into(),
+        })
+}
+
+/// The endpoint for a plan: embedded servers started, names resolved, TLS configured.
 fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let max_body = 64 * 1024 * 1024;
+    // Opening a session (connecting, TLS, launching a process, the handshake) gets at least
+    // 5 s whatever the request timeout: a child process or a TLS handshake is slower than a call.
+    let timeout = plan.load.timeout.max(OPEN_TIMEOUT_MIN);
+    let conn = plan.connection();
+    let base = |kind| Endpoint {
+        kind,
+        net: None,
+        host: String::new(),
+        path: String::new(),
+        extra_headers: Vec::new(),
+        headers: Vec::new(),
+        http2: conn.http2,
+        command: None,
+        protocol: match conn.protocol {
+            ProtocolChoice::Fixed(r) => r,
+            ProtocolChoice::Auto => Revision::V2026_07_28,
+        },
+        codec: opts.codec,
+        max_body,
+        timeout,
+    };
     match &plan.target {
         Target::Embedded(e) => {
             let threads = std::thread::available_parallelism()
@@ -122,77 +172,113 @@ fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
                 e.backend.clone(),
                 threads,
             )?;
-            let endpoint = Endpoint {
-                addr: servers.mcp_addr,
-                host: servers.mcp_addr.to_string(),
-                path: "/mcp".into(),
-                extra_headers: Vec::new(),
-                protocol: e.protocol,
-                codec: opts.codec,
-                max_body,
-                connect_timeout: plan.load.timeout,
-            };
+            let mut ep = base(conn.transport);
+            let url;
+            if conn.transport == TransportKind::Stdio {
+                let exe = std::env::current_exe().map_err(RunError::Runtime)?;
+                let mut args = vec![
+                    "serve".to_string(),
+                    "--stdio".into(),
+                    "--backend".into(),
+                    servers.backend_url.clone(),
+                ];
+                args.extend([
+                    "--catalog".into(),
+                    e.catalog.to_string(),
+                    "--page-size".into(),
+                    e.page_size.to_string(),
+                ]);
+                url = format!("{} {}", exe.display(), args.join(" "));
+                ep.command = Some(CommandSpec {
+                    program: exe.display().to_string(),
+                    args,
+                    env: Vec::new(),
+                    cwd: None,
+                });
+            } else {
+                let path = match conn.transport {
+                    TransportKind::LegacySse => "/sse",
+                    TransportKind::WebSocket => "/ws",
+                    _ => "/mcp",
+                };
+                let scheme = if conn.transport == TransportKind::WebSocket {
+                    "ws"
+                } else {
+                    "http"
+                };
+                url = format!("{scheme}://{}{path}", servers.mcp_addr);
+                ep.net = Some(NetTarget {
+                    addr: servers.mcp_addr,
+                    tls: None,
+                    connect_timeout: timeout,
+                });
+                ep.host = servers.mcp_addr.to_string();
+                ep.path = path.into();
+            }
             Ok(Resolved {
-                url: servers.mcp_url(),
-                endpoint,
+                url,
+                endpoint: ep,
                 kind: "embedded",
                 headers: Vec::new(),
                 _embedded: Some(servers),
             })
         }
-        Target::Http(h) => {
-            let hostport = format!(
-                "{}:{}",
-                h.host.trim_start_matches('[').trim_end_matches(']'),
-                h.port
-            );
-            let addr: SocketAddr = hostport
-                .to_socket_addrs()
-                .map_err(|e| RunError::Resolve {
-                    target: h.url.clone(),
-                    reason: e.to_string(),
-                })?
-                .next()
-                .ok_or_else(|| RunError::Resolve {
-                    target: h.url.clone(),
-                    reason: "no address".into(),
-                })?;
-            let default_port = h.port == 80;
-            let mut host = if default_port {
-                h.host.clone()
-            } else {
-                format!("{}:{}", h.host, h.port)
-            };
-            let mut extra = Vec::new();
-            for (name, value) in &h.headers {
+        Target::Remote(r) => {
+            let mut ep = base(conn.transport);
+            ep.command = r.command.clone();
+            if let Some(u) = &r.url {
+                let addr = resolve_addr(u)?;
+                let tls = if u.scheme.is_tls() {
+                    let alpn: &[&[u8]] = if conn.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+                    Some(
+                        TlsClient::new(&u.host, &r.trust, alpn).map_err(|e| RunError::Tls {
+                            target: u.text.clone(),
+                            reason: e.to_string(),
+                        })?,
+                    )
+                } else {
+                    None
+                };
+                let default_port = if u.scheme.is_tls() { 443 } else { 80 };
+                ep.host = if u.port == default_port {
+                    u.host.clone()
+                } else {
+                    format!("{}:{}", u.host, u.port)
+                };
+                ep.path = u.path.clone();
+                ep.net = Some(NetTarget {
+                    addr,
+                    tls,
+                    connect_timeout: timeout,
+                });
+            }
+            for (name, value) in &r.headers {
                 if name.eq_ignore_ascii_case("host") {
-                    host = value.clone();
+                    ep.host = value.clone();
                     continue;
                 }
-                extra.extend_from_slice(name.as_bytes());
-                extra.extend_from_slice(b": ");
-                extra.extend_from_slice(value.as_bytes());
-                extra.extend_from_slice(b"\r\n");
+                ep.extra_headers
+                    .extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+                ep.headers.push((name.clone(), value.clone()));
             }
-            let endpoint = Endpoint {
-                addr,
-                host,
-                path: h.path.clone(),
-                extra_headers: extra,
-                protocol: h.protocol,
-                codec: opts.codec,
-                max_body,
-                connect_timeout: plan.load.timeout,
-            };
             Ok(Resolved {
-                url: h.url.clone(),
-                endpoint,
+                url: r.describe(),
+                endpoint: ep,
                 kind: "remote",
-                headers: h.headers.iter().map(|(n, _)| n.clone()).collect(),
+                headers: r.headers.iter().map(|(n, _)| n.clone()).collect(),
                 _embedded: None,
             })
         }
     }
+}
+
+/// Preflight on a local task set (multiplexed transports spawn reader tasks).
+fn preflight_on(
+    rt: &tokio::runtime::Runtime,
+    ep: Endpoint,
+) -> Result<preflight::Preflight, preflight::PreflightError> {
+    let local = tokio::task::LocalSet::new();
+    local.block_on(rt, preflight::run(Arc::new(ep)))
 }
 
 /// Runs a plan to the end (or until `interrupt` is cancelled) and writes its results.
@@ -202,19 +288,39 @@ pub fn run(
     interrupt: CancellationToken,
 ) -> Result<RunOutput, RunError> {
     let resolved = resolve(&plan, opts)?;
-    let endpoint = Arc::new(resolved.endpoint);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .map_err(RunError::Runtime)?;
 
-    let pre = rt
-        .block_on(preflight::run(endpoint.clone(), plan.load.timeout))
-        .map_err(|source| RunError::Preflight {
-            url: resolved.url.clone(),
-            source,
-        })?;
+    // `protocol = "auto"`: probe server/discover (2026-07-28), else fall back to initialize.
+    let mut endpoint = resolved.endpoint;
+    let pre = match (
+        plan.connection().protocol,
+        preflight_on(&rt, endpoint.clone()),
+    ) {
+        (_, Ok(p)) => p,
+        (ProtocolChoice::Auto, Err(modern)) => {
+            endpoint.protocol = Revision::LATEST_HANDSHAKE;
+            preflight_on(&rt, endpoint.clone()).map_err(|legacy| RunError::Preflight {
+                url: resolved.url.clone(),
+                source: preflight::PreflightError::Open(format!(
+                    "2026-07-28 probe: {modern}; initialize: {legacy}"
+                )),
+            })?
+        }
+        (_, Err(source)) => {
+            return Err(RunError::Preflight {
+                url: resolved.url.clone(),
+                source,
+            });
+        }
+    };
+    if !pre.revision.has_handshake() {
+        endpoint.protocol = pre.revision;
+    }
+    let endpoint = Arc::new(endpoint);
     for item in &plan.workload {
         if let Method::ToolsCall { tool } = &item.method
             && !pre.tools.iter().any(|t| t == tool)
@@ -228,6 +334,12 @@ pub fn run(
         }
     }
 
+    // Operation 0 is the session opening: `initialize`, or `server/discover` for 2026-07-28.
+    let mut ops = plan.ops.clone();
+    if !pre.revision.has_handshake() {
+        ops[0] = "server/discover".into();
+    }
+
     let started_wall = SystemTime::now();
     let started_utc = time::OffsetDateTime::from(started_wall);
     let dir = opts
@@ -239,12 +351,11 @@ pub fn run(
         source,
     })?;
     let hlog_path = dir.join("latency.hlog");
-    let hlog = HlogWriter::create(&hlog_path, started_wall, &plan.ops).map_err(|source| {
-        RunError::Output {
+    let hlog =
+        HlogWriter::create(&hlog_path, started_wall, &ops).map_err(|source| RunError::Output {
             path: hlog_path.display().to_string(),
             source,
-        }
-    })?;
+        })?;
 
     let workers = opts
         .workers
@@ -258,7 +369,12 @@ pub fn run(
         templates: plan
             .workload
             .iter()
-            .map(workload::RequestTemplate::new)
+            .map(|w| workload::RequestTemplate::new(w, pre.revision))
+            .collect(),
+        specs: plan
+            .workload
+            .iter()
+            .map(|w| workload::call_spec(w, pre.revision))
             .collect(),
         mix: workload::Mix::new(&plan.workload),
         plan: plan.clone(),
@@ -293,9 +409,9 @@ pub fn run(
     }
     drop(tx);
 
-    let mut collector = Collector::new(plan.ops.clone(), opts.interval, recyclers, Some(hlog));
+    let mut collector = Collector::new(ops.clone(), opts.interval, recyclers, Some(hlog));
     // Requests still running after the end get their timeout plus a margin, then are cancelled.
-    let drain_deadline = ctx.end + plan.load.timeout + Duration::from_secs(2);
+    let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let interrupted = rt.block_on(async {
         let mut interrupted = false;
         loop {
@@ -341,14 +457,12 @@ pub fn run(
         .as_secs_f64();
 
     let totals = &collector.totals;
-    let operations: Vec<Operation> = plan
-        .ops
+    let operations: Vec<Operation> = ops
         .iter()
         .zip(&totals.ops)
         .map(|(name, s)| Operation::from_shard(name, s, seconds))
         .collect();
-    let warmup = plan
-        .ops
+    let warmup = ops
         .iter()
         .zip(&totals.warmup)
         .filter(|(_, w)| w.0 > 0)
@@ -379,10 +493,15 @@ pub fn run(
             .unwrap_or_default(),
         target: TargetInfo {
             kind: resolved.kind.into(),
-            transport: "streamable-http".into(),
+            transport: plan.connection().transport.name().into(),
+            http: if plan.connection().http2 {
+                "2".into()
+            } else {
+                "1.1".into()
+            },
             url: resolved.url.clone(),
             headers: resolved.headers.clone(),
-            protocol_offered: plan.protocol().to_string(),
+            protocol_offered: plan.connection().protocol.to_string(),
             protocol_negotiated: pre.revision.to_string(),
         },
         load: LoadInfo {

@@ -2,11 +2,16 @@
 //! tools the workload calls? One clear error here beats a million identical failures later.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::metrics::outcome::Outcome;
+use crate::protocol::mcp;
 use crate::protocol::version::Revision;
-use crate::transport::streamable_http::{Endpoint, StreamableHttp};
+use crate::transport::mux::MuxSession;
+use crate::transport::sse_legacy::SseConnector;
+use crate::transport::stdio::StdioConnector;
+use crate::transport::streamable_http::HttpSession;
+use crate::transport::websocket::WsConnector;
+use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 
 /// What the preflight learned.
 #[derive(Debug, Clone)]
@@ -29,7 +34,8 @@ pub enum PreflightError {
 pub fn describe(o: Outcome) -> String {
     match o {
         Outcome::Connect => {
-            "cannot connect (refused, unreachable, or no answer to the connection attempt)".into()
+            "cannot connect (refused, unreachable, TLS failure, or the command could not start)"
+                .into()
         }
         Outcome::Timeout => "no answer within the timeout".into(),
         Outcome::Io => "the connection broke before a complete response".into(),
@@ -42,36 +48,60 @@ pub fn describe(o: Outcome) -> String {
 
 const MAX_PAGES: usize = 1000;
 
-pub async fn run(ep: Arc<Endpoint>, timeout: Duration) -> Result<Preflight, PreflightError> {
-    let mut s = StreamableHttp::new(ep);
-    let opened = tokio::time::timeout(timeout, s.open()).await;
-    match opened {
-        Err(_) => return Err(PreflightError::Open(describe(Outcome::Timeout))),
-        Ok(Err(f)) => return Err(PreflightError::Open(describe(f.0.outcome))),
-        Ok(Ok(_)) => {}
+/// Opens a session on the endpoint's transport, lists the tools, closes.
+pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
+    match ep.kind {
+        TransportKind::StreamableHttp => probe(HttpSession::new(ep.clone()), &ep).await,
+        TransportKind::Stdio => {
+            probe(keeping(MuxSession::<StdioConnector>::new(ep.clone())), &ep).await
+        }
+        TransportKind::WebSocket => {
+            probe(keeping(MuxSession::<WsConnector>::new(ep.clone())), &ep).await
+        }
+        TransportKind::LegacySse => {
+            probe(keeping(MuxSession::<SseConnector>::new(ep.clone())), &ep).await
+        }
     }
-    let revision = s.revision().expect("open succeeded");
+}
+
+fn keeping<C: crate::transport::mux::Connector>(mut s: MuxSession<C>) -> MuxSession<C> {
+    s.keep_responses();
+    s
+}
+
+async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, PreflightError> {
+    let timeout = ep.timeout;
+    match tokio::time::timeout(timeout, s.open()).await {
+        Err(_) => return Err(PreflightError::Open(describe(Outcome::Timeout))),
+        Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => {
+            return Err(PreflightError::Open(describe(r.outcome)));
+        }
+        Ok(_) => {}
+    }
+    let revision = s.revision().unwrap_or(ep.protocol);
+    let spec = CallSpec {
+        method: "tools/list".into(),
+        name: None,
+        h1_headers: if revision.has_handshake() {
+            Vec::new()
+        } else {
+            mcp::modern_headers("tools/list", None)
+        },
+    };
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let c = cursor.take();
         let reply = tokio::time::timeout(
             timeout,
-            s.call(|out, id| {
-                out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"tools/list","#);
-                if let Some(c) = &c {
-                    out.extend_from_slice(br#""params":{"cursor":"#);
-                    crate::protocol::jsonrpc::write_json_str(out, c);
-                    out.extend_from_slice(b"},");
-                }
-                out.extend_from_slice(br#""id":"#);
-                out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-                out.push(b'}');
+            s.call(&spec, |out, id| {
+                mcp::write_tools_list(out, id, revision, c.as_deref())
             }),
         )
         .await
         .map_err(|_| PreflightError::List(describe(Outcome::Timeout)))?;
         if reply.outcome != Outcome::Ok {
+            s.close().await;
             return Err(PreflightError::List(describe(reply.outcome)));
         }
         let v: serde_json::Value = serde_json::from_slice(s.last_message())
@@ -87,6 +117,6 @@ pub async fn run(ep: Arc<Endpoint>, timeout: Duration) -> Result<Preflight, Pref
             _ => break,
         }
     }
-    s.close(timeout).await;
+    s.close().await;
     Ok(Preflight { revision, tools })
 }

@@ -97,6 +97,8 @@ pub struct SessionCounts {
     /// Responses whose stream the server did not end after the response; the connection was
     /// dropped instead of reused.
     pub lingering_streams: u64,
+    /// Cancellations sent for timed-out requests (`notifications/cancelled`).
+    pub cancels_sent: u64,
 }
 
 impl SessionCounts {
@@ -105,6 +107,7 @@ impl SessionCounts {
         self.expired += o.expired;
         self.connections += o.connections;
         self.lingering_streams += o.lingering_streams;
+        self.cancels_sent += o.cancels_sent;
     }
 }
 

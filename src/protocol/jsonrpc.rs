@@ -191,6 +191,31 @@ fn classify(env: Envelope<'_>) -> Result<Incoming<'_>, DecodeError> {
     }
 }
 
+#[derive(Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    progress_token: IdRef<'a>,
+}
+
+#[derive(Deserialize)]
+struct ProgressNote<'a> {
+    #[serde(borrow)]
+    params: ProgressParams<'a>,
+}
+
+/// The integer `progressToken` of a `notifications/progress` message (mcpbench uses request
+/// ids as tokens).
+pub fn progress_token(buf: &[u8]) -> Option<u64> {
+    match serde_json::from_slice::<ProgressNote<'_>>(buf)
+        .ok()?
+        .params
+        .progress_token
+    {
+        IdRef::Num(n) => u64::try_from(n).ok(),
+        _ => None,
+    }
+}
+
 /// Writes `s` as a JSON string literal (with quotes) into `out`.
 pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');

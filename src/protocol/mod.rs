@@ -2,5 +2,6 @@
 //! revisions (`version`).
 
 pub mod jsonrpc;
+pub mod mcp;
 pub mod scan;
 pub mod version;

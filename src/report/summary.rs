@@ -48,6 +48,8 @@ pub struct TargetInfo {
     /// `embedded` (built-in reference server) or `remote`.
     pub kind: String,
     pub transport: String,
+    /// HTTP version for the HTTP transports (`1.1` or `2`).
+    pub http: String,
     /// The URL (never contains credentials; header values are never reported).
     pub url: String,
     /// Names of the extra headers sent (values omitted: they may be secrets).
@@ -196,6 +198,8 @@ pub struct Sessions {
     pub expired: u64,
     pub connections: u64,
     pub lingering_streams: u64,
+    /// `notifications/cancelled` sent for timed-out requests.
+    pub cancels_sent: u64,
 }
 
 impl From<SessionCounts> for Sessions {
@@ -205,6 +209,7 @@ impl From<SessionCounts> for Sessions {
             expired: s.expired,
             connections: s.connections,
             lingering_streams: s.lingering_streams,
+            cancels_sent: s.cancels_sent,
         }
     }
 }

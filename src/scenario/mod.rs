@@ -11,7 +11,9 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
-pub use plan::{Embedded, HttpTarget, Load, Method, Plan, Target, WorkItem};
+pub use plan::{
+    Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
+};
 
 /// A problem at a place in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]

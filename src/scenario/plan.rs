@@ -9,6 +9,8 @@ use super::raw::{KNOWN_KEYS, RawEmbedded, RawLoad, RawScenario, RawTarget, RawWo
 use super::{ScenarioError, Source, duration};
 use crate::protocol::version::Revision;
 use crate::server::ResponseMode;
+use crate::transport::net::Trust;
+use crate::transport::{CommandSpec, TransportKind};
 
 /// A validated scenario.
 #[derive(Debug)]
@@ -28,45 +30,128 @@ pub const OP_INITIALIZE: usize = 0;
 /// Where load goes.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// The built-in reference server and mock backend, started in-process on 127.0.0.1.
+    /// The built-in reference server and mock backend, started in-process on 127.0.0.1 (a
+    /// child process of the same binary for stdio).
     Embedded(Embedded),
-    Http(HttpTarget),
+    Remote(Remote),
+}
+
+/// Which protocol revision to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    /// Offer (handshake era) or use (2026-07-28) this revision.
+    Fixed(Revision),
+    /// Probe `server/discover`; fall back to `initialize` with the newest handshake revision.
+    Auto,
+}
+
+impl std::fmt::Display for ProtocolChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolChoice::Fixed(r) => r.fmt(f),
+            ProtocolChoice::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// How the client talks to the server, embedded or remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    pub transport: TransportKind,
+    pub protocol: ProtocolChoice,
+    /// HTTP/2 for the HTTP transports.
+    pub http2: bool,
 }
 
 /// Options for the embedded reference server and mock backend.
 #[derive(Debug, Clone)]
 pub struct Embedded {
+    pub conn: Connection,
     pub response: ResponseMode,
     pub catalog: usize,
     pub page_size: usize,
     pub backend: mock_backend::Knobs,
-    pub protocol: Revision,
 }
 
 impl Default for Embedded {
     fn default() -> Self {
         Embedded {
+            conn: Connection {
+                transport: TransportKind::StreamableHttp,
+                protocol: ProtocolChoice::Fixed(Revision::LATEST_HANDSHAKE),
+                http2: false,
+            },
             response: ResponseMode::Json,
             catalog: 0,
             page_size: 100,
             backend: mock_backend::Knobs::default(),
-            protocol: Revision::LATEST_HANDSHAKE,
         }
     }
 }
 
-/// A Streamable HTTP target.
-#[derive(Debug, Clone)]
-pub struct HttpTarget {
-    /// The URL as written (for reports; it never carries secrets — headers do).
-    pub url: String,
+/// URL schemes of network targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+    Ws,
+    Wss,
+}
+
+impl Scheme {
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Wss)
+    }
+}
+
+/// A parsed target URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// As written (for reports; URLs never carry secrets — headers do).
+    pub text: String,
+    pub scheme: Scheme,
     pub host: String,
     pub port: u16,
     /// Path and query.
     pub path: String,
+}
+
+/// An external target.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub conn: Connection,
+    /// Network transports.
+    pub url: Option<Url>,
+    /// stdio: the server command.
+    pub command: Option<CommandSpec>,
     /// Extra headers; values may be secrets and are never logged or reported.
     pub headers: Vec<(String, String)>,
-    pub protocol: Revision,
+    /// How https/wss certificates are checked.
+    pub trust: Trust,
+}
+
+impl Remote {
+    /// What to show for this target in reports (never secrets).
+    pub fn describe(&self) -> String {
+        match (&self.url, &self.command) {
+            (Some(u), _) => u.text.clone(),
+            (None, Some(c)) => std::iter::once(c.program.as_str())
+                .chain(c.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// Who shares a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// Each virtual user has its own session (and connection or process).
+    PerVu,
+    /// The virtual users of a worker thread share one session on one connection, many
+    /// requests in flight (stdio, WebSocket, legacy SSE).
+    Shared,
 }
 
 /// How much load, for how long.
@@ -80,6 +165,7 @@ pub struct Load {
     pub timeout: Duration,
     /// Generator threads; `None` picks one per core, at most one per virtual user.
     pub workers: Option<usize>,
+    pub sessions: Sessions,
 }
 
 /// What a workload entry sends.
@@ -97,15 +183,17 @@ pub struct WorkItem {
     /// Index into [`Plan::ops`].
     pub op: usize,
     pub arguments: ArgTemplate,
+    /// Ask for progress notifications (`_meta.progressToken` = the request id).
+    pub progress: bool,
     /// Where it is written, for later errors (e.g. an unknown tool on a remote target).
     pub line: usize,
 }
 
 impl Plan {
-    pub fn protocol(&self) -> Revision {
+    pub fn connection(&self) -> Connection {
         match &self.target {
-            Target::Embedded(e) => e.protocol,
-            Target::Http(h) => h.protocol,
+            Target::Embedded(e) => e.conn,
+            Target::Remote(r) => r.conn,
         }
     }
 }
@@ -129,7 +217,6 @@ pub(crate) fn build(
             Some("it names the results directory, e.g. name = \"gateway-smoke\"".into()),
         ));
     }
-    let protocol_default = Revision::LATEST_HANDSHAKE;
     let target = match (&raw.target, &raw.embedded) {
         (Some(t), Some(e)) => {
             return Err(src.error_at_key(
@@ -139,8 +226,8 @@ pub(crate) fn build(
                 Some(format!("remove [embedded], or remove the [target] at line {}", line_of(src, t.span().start))),
             ));
         }
-        (Some(t), None) => Target::Http(target(src, t, env)?),
-        (None, e) => Target::Embedded(embedded(src, e.as_ref(), protocol_default)?),
+        (Some(t), None) => Target::Remote(target(src, t, env)?),
+        (None, e) => Target::Embedded(embedded(src, e.as_ref())?),
     };
     let load_raw = raw.load.as_ref().ok_or_else(|| {
         src.error_at_key(
@@ -151,6 +238,25 @@ pub(crate) fn build(
         )
     })?;
     let load = load(src, load_raw)?;
+    let conn = match &target {
+        Target::Embedded(e) => e.conn,
+        Target::Remote(r) => r.conn,
+    };
+    if load.sessions == Sessions::Shared && conn.transport == TransportKind::StreamableHttp {
+        let span = load_raw
+            .get_ref()
+            .sessions
+            .as_ref()
+            .map_or(load_raw.span(), |s| s.span());
+        return Err(src.error(
+            span,
+            "shared sessions are not available for streamable-http in this build",
+            Some(
+                "use sessions = \"shared\" with stdio, websocket or sse, or sessions = \"per-vu\""
+                    .into(),
+            ),
+        ));
+    }
     if raw.workload.is_empty() {
         return Err(src.error_at_key(
             src.text.len()..src.text.len(),
@@ -288,9 +394,24 @@ fn key_hint(path: &str) -> Option<String> {
         }
         "workload.method" => "\"tools/list\" or \"tools/call\"",
         "workload.tool" => "the name of a tool the target lists",
-        "target.url" => "e.g. url = \"http://127.0.0.1:8080/mcp\"",
-        "target.transport" => "\"streamable-http\"",
-        "target.protocol" => "one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25",
+        "target.url" => "e.g. url = \"http://127.0.0.1:8080/mcp\" (http, https, ws or wss)",
+        "target.transport" | "embedded.transport" => {
+            "\"streamable-http\", \"sse\" (legacy HTTP+SSE), \"websocket\" or \"stdio\""
+        }
+        "target.protocol" | "embedded.protocol" => {
+            "\"auto\" or one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28"
+        }
+        "target.http" | "embedded.http" => "\"1.1\" or \"2\"",
+        "target.command" => {
+            "the server command as an array, e.g. command = [\"node\", \"server.js\", \"stdio\"]"
+        }
+        "target.tls.ca" => "a PEM file of the CA (or self-signed certificate) to trust",
+        "load.sessions" => {
+            "\"per-vu\" (a session per virtual user) or \"shared\" (one per worker thread, many requests in flight)"
+        }
+        "workload.progress" => {
+            "true to ask for progress notifications (progressToken = request id)"
+        }
         "embedded.response" => "\"json\" or \"sse\"",
         "embedded.catalog" => {
             "the number of synthetic tools the built-in server adds to tools/list"
@@ -306,51 +427,230 @@ fn key_hint(path: &str) -> Option<String> {
     Some(h.to_string())
 }
 
+fn transport_kind(
+    src: &Source<'_>,
+    t: &Spanned<String>,
+    key: &str,
+) -> Result<TransportKind, ScenarioError> {
+    match t.get_ref().as_str() {
+        "streamable-http" | "http" => Ok(TransportKind::StreamableHttp),
+        "sse" | "http+sse" => Ok(TransportKind::LegacySse),
+        "websocket" | "ws" => Ok(TransportKind::WebSocket),
+        "stdio" => Ok(TransportKind::Stdio),
+        other => Err(src.error(
+            t.span(),
+            format!("unknown transport `{other}`"),
+            key_hint(key),
+        )),
+    }
+}
+
+fn protocol_choice(
+    src: &Source<'_>,
+    p: &Spanned<String>,
+    key: &str,
+    transport: TransportKind,
+) -> Result<ProtocolChoice, ScenarioError> {
+    if p.get_ref() == "auto" {
+        if transport == TransportKind::LegacySse {
+            return Err(src.error(
+                p.span(),
+                "the legacy HTTP+SSE transport has no 2026-07-28 era to probe",
+                Some("use protocol = \"2024-11-05\"".into()),
+            ));
+        }
+        return Ok(ProtocolChoice::Auto);
+    }
+    let r: Revision =
+        p.get_ref()
+            .parse()
+            .map_err(|e: crate::protocol::version::UnknownRevision| {
+                src.error(p.span(), e.to_string(), key_hint(key))
+            })?;
+    if transport == TransportKind::LegacySse && !r.has_handshake() {
+        return Err(src.error(
+            p.span(),
+            "the legacy HTTP+SSE transport predates 2026-07-28",
+            Some("use protocol = \"2024-11-05\"".into()),
+        ));
+    }
+    Ok(ProtocolChoice::Fixed(r))
+}
+
+fn http_version(
+    src: &Source<'_>,
+    h: &Spanned<String>,
+    key: &str,
+    transport: TransportKind,
+) -> Result<bool, ScenarioError> {
+    let h2 = match h.get_ref().as_str() {
+        "1.1" | "1" => false,
+        "2" | "2.0" => true,
+        other => {
+            return Err(src.error(
+                h.span(),
+                format!("unknown HTTP version `{other}`"),
+                key_hint(key),
+            ));
+        }
+    };
+    if h2 && transport != TransportKind::StreamableHttp {
+        return Err(src.error(
+            h.span(),
+            format!(
+                "HTTP/2 applies to the streamable-http transport, not {}",
+                transport.name()
+            ),
+            None,
+        ));
+    }
+    Ok(h2)
+}
+
+/// The revision a transport offers when the scenario names none.
+fn default_protocol(t: TransportKind) -> ProtocolChoice {
+    match t {
+        TransportKind::LegacySse => ProtocolChoice::Fixed(Revision::V2024_11_05),
+        _ => ProtocolChoice::Fixed(Revision::LATEST_HANDSHAKE),
+    }
+}
+
 fn target(
     src: &Source<'_>,
     t: &Spanned<RawTarget>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<HttpTarget, ScenarioError> {
+) -> Result<Remote, ScenarioError> {
     let raw = t.get_ref();
-    if let Some(tr) = &raw.transport
-        && tr.get_ref() != "streamable-http"
-    {
-        return Err(src.error(
-            tr.span(),
-            format!(
-                "transport `{}` is not supported by this build",
-                tr.get_ref()
-            ),
-            Some("supported: \"streamable-http\"".into()),
-        ));
+    let url = match &raw.url {
+        Some(u) => Some(
+            parse_url(u.get_ref()).map_err(|m| src.error(u.span(), m, key_hint("target.url")))?,
+        ),
+        None => None,
+    };
+    let transport = match (&raw.transport, &url, &raw.command) {
+        (Some(tr), _, _) => transport_kind(src, tr, "target.transport")?,
+        (None, Some(u), _) if matches!(u.scheme, Scheme::Ws | Scheme::Wss) => {
+            TransportKind::WebSocket
+        }
+        (None, Some(_), _) => TransportKind::StreamableHttp,
+        (None, None, Some(_)) => TransportKind::Stdio,
+        (None, None, None) => {
+            return Err(src.error_at_key(
+                t.span(),
+                "target.url",
+                "[target] needs a url (or a command for stdio)",
+                key_hint("target.url"),
+            ));
+        }
+    };
+    let mut command = None;
+    if transport == TransportKind::Stdio {
+        if let Some(u) = &raw.url {
+            return Err(src.error(
+                u.span(),
+                "a stdio target has a command, not a url",
+                key_hint("target.command"),
+            ));
+        }
+        let c = raw.command.as_ref().ok_or_else(|| {
+            src.error_at_key(
+                t.span(),
+                "target.command",
+                "a stdio target needs a command",
+                key_hint("target.command"),
+            )
+        })?;
+        let Some((program, args)) = c.get_ref().split_first() else {
+            return Err(src.error(c.span(), "the command is empty", key_hint("target.command")));
+        };
+        let mut envs = Vec::new();
+        for (k, v) in &raw.env {
+            let val =
+                expand_env(v.get_ref(), env).map_err(|e| src.error(v.span(), e.message, None))?;
+            envs.push((k.clone(), val));
+        }
+        command = Some(CommandSpec {
+            program: program.clone(),
+            args: args.to_vec(),
+            env: envs,
+            cwd: raw.cwd.as_ref().map(|c| c.get_ref().into()),
+        });
+    } else {
+        if let Some(c) = &raw.command {
+            return Err(src.error(
+                c.span(),
+                format!(
+                    "`command` is for stdio targets; this one is {}",
+                    transport.name()
+                ),
+                None,
+            ));
+        }
+        let u = url.as_ref().ok_or_else(|| {
+            src.error_at_key(
+                t.span(),
+                "target.url",
+                format!("a {} target needs a url", transport.name()),
+                key_hint("target.url"),
+            )
+        })?;
+        let ws = matches!(u.scheme, Scheme::Ws | Scheme::Wss);
+        if ws != (transport == TransportKind::WebSocket) {
+            let span = raw.url.as_ref().map_or(t.span(), |u| u.span());
+            return Err(src.error(
+                span,
+                format!(
+                    "a {} target needs an {} URL",
+                    transport.name(),
+                    if ws { "http(s)" } else { "ws(s)" }
+                ),
+                key_hint("target.url"),
+            ));
+        }
     }
-    let url_s = raw.url.as_ref().ok_or_else(|| {
-        src.error_at_key(
-            t.span(),
-            "target.url",
-            "[target] needs a url",
-            key_hint("target.url"),
-        )
-    })?;
-    let (host, port, path) = parse_http_url(url_s.get_ref())
-        .map_err(|m| src.error(url_s.span(), m, key_hint("target.url")))?;
     let protocol = match &raw.protocol {
-        None => Revision::LATEST_HANDSHAKE,
-        Some(p) => {
-            let r: Revision =
-                p.get_ref()
-                    .parse()
-                    .map_err(|e: crate::protocol::version::UnknownRevision| {
-                        src.error(p.span(), e.to_string(), key_hint("target.protocol"))
-                    })?;
-            if !r.has_handshake() {
-                return Err(src.error(
-                    p.span(),
-                    format!("protocol {r} (stateless era) is not supported by this build yet"),
-                    key_hint("target.protocol"),
+        Some(p) => protocol_choice(src, p, "target.protocol", transport)?,
+        None => default_protocol(transport),
+    };
+    let http2 = match &raw.http {
+        Some(h) => http_version(src, h, "target.http", transport)?,
+        None => false,
+    };
+    let tls_url = url.as_ref().is_some_and(|u| u.scheme.is_tls());
+    let trust = match &raw.tls {
+        None => Trust::System,
+        Some(tls) => {
+            if !tls_url {
+                return Err(src.error_at_key(
+                    tls.span(),
+                    "target.tls",
+                    "[target.tls] applies to https:// and wss:// targets",
+                    None,
                 ));
             }
-            r
+            let t = tls.get_ref();
+            match (&t.ca, t.insecure.as_ref().map(|i| *i.get_ref())) {
+                (Some(ca), Some(true)) => {
+                    return Err(src.error(
+                        ca.span(),
+                        "choose either a CA file or insecure = true",
+                        None,
+                    ));
+                }
+                (Some(ca), _) => {
+                    let path = std::path::PathBuf::from(ca.get_ref());
+                    if !path.is_file() {
+                        return Err(src.error(
+                            ca.span(),
+                            format!("CA file {} does not exist", path.display()),
+                            key_hint("target.tls.ca"),
+                        ));
+                    }
+                    Trust::CaFile(path)
+                }
+                (None, Some(true)) => Trust::Insecure,
+                (None, _) => Trust::System,
+            }
         }
     };
     let mut headers = Vec::new();
@@ -373,8 +673,14 @@ fn target(
             "accept",
             "mcp-session-id",
             "mcp-protocol-version",
+            "mcp-method",
+            "mcp-name",
             "transfer-encoding",
             "connection",
+            "upgrade",
+            "sec-websocket-key",
+            "sec-websocket-version",
+            "sec-websocket-protocol",
         ];
         if RESERVED.contains(&lname.as_str()) {
             return Err(src.error(
@@ -399,24 +705,41 @@ fn target(
         }
         headers.push((name.clone(), v));
     }
-    Ok(HttpTarget {
-        url: url_s.get_ref().clone(),
-        host,
-        port,
-        path,
+    if transport == TransportKind::Stdio && !headers.is_empty() {
+        return Err(src.error_at_key(
+            t.span(),
+            "target.headers",
+            "stdio targets take credentials from `env`, not headers",
+            None,
+        ));
+    }
+    Ok(Remote {
+        conn: Connection {
+            transport,
+            protocol,
+            http2,
+        },
+        url,
+        command,
         headers,
-        protocol,
+        trust,
     })
 }
 
-/// Splits `http://host:port/path` into its parts.
-pub fn parse_http_url(url: &str) -> Result<(String, u16, String), String> {
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.starts_with("https://") {
-        return Err("https targets are not supported by this build".into());
+/// Splits `scheme://host:port/path` into its parts (http, https, ws, wss).
+pub fn parse_url(url: &str) -> Result<Url, String> {
+    let (scheme, rest) = if let Some(r) = url.strip_prefix("http://") {
+        (Scheme::Http, r)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (Scheme::Https, r)
+    } else if let Some(r) = url.strip_prefix("ws://") {
+        (Scheme::Ws, r)
+    } else if let Some(r) = url.strip_prefix("wss://") {
+        (Scheme::Wss, r)
     } else {
-        return Err(format!("`{url}` is not an http:// URL"));
+        return Err(format!(
+            "`{url}` is not an http://, https://, ws:// or wss:// URL"
+        ));
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -444,22 +767,32 @@ pub fn parse_http_url(url: &str) -> Result<(String, u16, String), String> {
         Some(p) => p
             .parse::<u16>()
             .map_err(|_| format!("`{p}` is not a port number"))?,
+        None if scheme.is_tls() => 443,
         None => 80,
     };
-    Ok((host, port, path.to_string()))
+    Ok(Url {
+        text: url.to_string(),
+        scheme,
+        host,
+        port,
+        path: path.to_string(),
+    })
 }
 
-fn embedded(
-    src: &Source<'_>,
-    e: Option<&Spanned<RawEmbedded>>,
-    protocol: Revision,
-) -> Result<Embedded, ScenarioError> {
-    let mut out = Embedded {
-        protocol,
-        ..Embedded::default()
-    };
+fn embedded(src: &Source<'_>, e: Option<&Spanned<RawEmbedded>>) -> Result<Embedded, ScenarioError> {
+    let mut out = Embedded::default();
     let Some(e) = e else { return Ok(out) };
     let e = e.get_ref();
+    if let Some(t) = &e.transport {
+        out.conn.transport = transport_kind(src, t, "embedded.transport")?;
+        out.conn.protocol = default_protocol(out.conn.transport);
+    }
+    if let Some(p) = &e.protocol {
+        out.conn.protocol = protocol_choice(src, p, "embedded.protocol", out.conn.transport)?;
+    }
+    if let Some(h) = &e.http {
+        out.conn.http2 = http_version(src, h, "embedded.http", out.conn.transport)?;
+    }
     if let Some(r) = &e.response {
         out.response = match r.get_ref().as_str() {
             "json" => ResponseMode::Json,
@@ -590,6 +923,17 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
         let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
         return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
     }
+    let sessions = match raw.sessions.as_ref().map(|s| (s, s.get_ref().as_str())) {
+        None | Some((_, "per-vu")) => Sessions::PerVu,
+        Some((_, "shared")) => Sessions::Shared,
+        Some((s, other)) => {
+            return Err(src.error(
+                s.span(),
+                format!("unknown session mode `{other}`"),
+                key_hint("load.sessions"),
+            ));
+        }
+    };
     let workers = match &raw.workers {
         Some(w) if *w.get_ref() == 0 || *w.get_ref() > 1024 => {
             return Err(src.error(
@@ -607,6 +951,7 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
         warmup,
         timeout,
         workers,
+        sessions,
     })
 }
 
@@ -732,11 +1077,13 @@ fn work_item(
             ops.len() - 1
         }
     };
+    let progress = raw.progress.as_ref().is_some_and(|p| *p.get_ref());
     Ok(WorkItem {
         method,
         weight,
         op,
         arguments,
+        progress,
         line,
     })
 }
@@ -810,19 +1157,92 @@ mod tests {
 
     #[test]
     fn urls_parse() {
+        let u = parse_url("http://127.0.0.1:8080/mcp").unwrap();
         assert_eq!(
-            parse_http_url("http://127.0.0.1:8080/mcp").unwrap(),
-            ("127.0.0.1".into(), 8080, "/mcp".into())
+            (u.host.as_str(), u.port, u.path.as_str(), u.scheme),
+            ("127.0.0.1", 8080, "/mcp", Scheme::Http)
         );
+        assert_eq!(parse_url("https://localhost").unwrap().port, 443);
+        assert_eq!(parse_url("wss://h/ws").unwrap().scheme, Scheme::Wss);
+        let u = parse_url("http://[::1]:9/x?y=1").unwrap();
         assert_eq!(
-            parse_http_url("http://localhost").unwrap(),
-            ("localhost".into(), 80, "/".into())
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("[::1]", 9, "/x?y=1")
         );
+        assert!(parse_url("http://u:p@h/").is_err());
+        assert!(parse_url("http://h:99999/").is_err());
+        assert!(parse_url("ftp://h/").is_err());
+    }
+
+    #[test]
+    fn transports_protocols_and_sessions() {
+        let base = "[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/list\"\n";
+        let shared = base.replace("duration", "sessions = \"shared\"\nduration");
+        let p = parse("t.toml", &format!("[target]\ncommand = [\"srv\", \"--stdio\"]\nenv = {{ K = \"v\" }}\nprotocol = \"auto\"\n{base}"), &|_| None).unwrap();
+        let Target::Remote(r) = &p.target else {
+            panic!()
+        };
+        assert_eq!(r.conn.transport, TransportKind::Stdio);
+        assert_eq!(r.conn.protocol, ProtocolChoice::Auto);
+        assert_eq!(r.command.as_ref().unwrap().args, vec!["--stdio"]);
+        let p = parse(
+            "t.toml",
+            &format!("[target]\nurl = \"ws://127.0.0.1:1/ws\"\n{shared}"),
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(p.connection().transport, TransportKind::WebSocket);
+        assert_eq!(p.load.sessions, Sessions::Shared);
+        let p = parse(
+            "t.toml",
+            &format!("[target]\ntransport = \"sse\"\nurl = \"http://127.0.0.1:1/sse\"\n{base}"),
+            &|_| None,
+        )
+        .unwrap();
         assert_eq!(
-            parse_http_url("http://[::1]:9/x?y=1").unwrap(),
-            ("[::1]".into(), 9, "/x?y=1".into())
+            p.connection().protocol,
+            ProtocolChoice::Fixed(Revision::V2024_11_05)
         );
-        assert!(parse_http_url("http://u:p@h/").is_err());
-        assert!(parse_http_url("http://h:99999/").is_err());
+        let p = parse(
+            "t.toml",
+            &format!("[embedded]\nprotocol = \"2026-07-28\"\nhttp = \"2\"\n{base}"),
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            p.connection(),
+            Connection {
+                transport: TransportKind::StreamableHttp,
+                protocol: ProtocolChoice::Fixed(Revision::V2026_07_28),
+                http2: true
+            }
+        );
+        assert!(
+            err(&format!("[target]\nurl = \"http://h/\"\n{shared}"))
+                .message
+                .contains("shared sessions")
+        );
+        assert!(
+            err(&format!(
+                "[target]\ntransport = \"websocket\"\nurl = \"http://h/\"\n{base}"
+            ))
+            .message
+            .contains("ws(s)")
+        );
+        assert!(err(&format!("[target]\ntransport = \"sse\"\nurl = \"http://h/\"\nprotocol = \"2026-07-28\"\n{base}")).message.contains("predates"));
+        assert!(
+            err(&format!(
+                "[target]\nurl = \"http://h/\"\ntls = {{ insecure = true }}\n{base}"
+            ))
+            .message
+            .contains("https://")
+        );
+        assert!(
+            err(&format!(
+                "[target]\nurl = \"ws://h/\"\nhttp = \"2\"\n{base}"
+            ))
+            .message
+            .contains("HTTP/2")
+        );
     }
 }

@@ -23,14 +23,30 @@ pub struct RawScenario {
 pub struct RawTarget {
     pub transport: Option<Spanned<String>>,
     pub url: Option<Spanned<String>>,
+    pub command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Spanned<String>>,
+    pub cwd: Option<Spanned<String>>,
     pub protocol: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
+    pub tls: Option<Spanned<RawTls>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct RawTls {
+    pub ca: Option<Spanned<String>>,
+    pub insecure: Option<Spanned<bool>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawEmbedded {
+    pub transport: Option<Spanned<String>>,
+    pub protocol: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
     pub response: Option<Spanned<String>>,
     pub catalog: Option<Spanned<u32>>,
     pub page_size: Option<Spanned<u32>>,
@@ -48,6 +64,7 @@ pub struct RawLoad {
     pub warmup: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
     pub workers: Option<Spanned<u32>>,
+    pub sessions: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +73,7 @@ pub struct RawWorkload {
     pub method: Option<Spanned<String>>,
     pub tool: Option<Spanned<String>>,
     pub weight: Option<Spanned<u32>>,
+    pub progress: Option<Spanned<bool>>,
     pub arguments: Option<Spanned<toml::Table>>,
 }
 
@@ -72,10 +90,27 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "workload",
         ],
     ),
-    ("target", &["transport", "url", "protocol", "headers"]),
+    (
+        "target",
+        &[
+            "transport",
+            "url",
+            "command",
+            "env",
+            "cwd",
+            "protocol",
+            "http",
+            "tls",
+            "headers",
+        ],
+    ),
+    ("target.tls", &["ca", "insecure"]),
     (
         "embedded",
         &[
+            "transport",
+            "protocol",
+            "http",
             "response",
             "catalog",
             "page_size",
@@ -93,7 +128,11 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "warmup",
             "timeout",
             "workers",
+            "sessions",
         ],
     ),
-    ("workload", &["method", "tool", "weight", "arguments"]),
+    (
+        "workload",
+        &["method", "tool", "weight", "progress", "arguments"],
+    ),
 ];

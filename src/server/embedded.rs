@@ -1,13 +1,16 @@
 //! The reference server (and, unless an external backend is given, the mock backend) running
 //! in-process on their own runtime thread: `mcpbench run` without a target uses them on
-//! 127.0.0.1 ephemeral ports, `mcpbench serve` on the address it is given.
+//! 127.0.0.1 ephemeral ports, `mcpbench serve` on the address it is given. [`run_stdio`] is
+//! `mcpbench serve --stdio`: the same, with stdin/stdout instead of a listener.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{Config, ResponseMode, serve};
+use super::{Config, ResponseMode, State, serve_state, serve_stdio_with};
 
 /// Why the servers could not start.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +24,8 @@ pub enum EmbeddedError {
     Runtime(std::io::Error),
     #[error("invalid mock backend settings: {0}")]
     Backend(#[from] mock_backend::Error),
+    #[error("stdio: {0}")]
+    Stdio(std::io::Error),
 }
 
 /// What to start.
@@ -40,10 +45,13 @@ pub struct Launch {
 #[derive(Debug)]
 pub struct EmbeddedServers {
     pub mcp_addr: SocketAddr,
+    /// Serving HTTPS/WSS.
+    pub tls: bool,
     /// The REST backend the server's tools call (started here or given).
     pub backend_url: String,
     /// The in-process mock backend, when one was started.
     pub backend_addr: Option<SocketAddr>,
+    state: Arc<State>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -102,6 +110,9 @@ impl EmbeddedServers {
             config.backend = Some(format!("http://{a}"));
         }
         let backend_url = config.backend.clone().unwrap_or_default();
+        let tls = config.tls.is_some();
+        let state = Arc::new(State::new(config));
+        let served = state.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(l.threads.max(1))
             .thread_name("mcpbench-server")
@@ -132,7 +143,7 @@ impl EmbeddedServers {
                                 wait(down_rx.clone()),
                             ))
                         });
-                    let server = tokio::spawn(serve(ml, config, wait(down_rx)));
+                    let server = tokio::spawn(serve_state(ml, served, wait(down_rx)));
                     let _ = stopped.await;
                     let _ = down_tx.send(true);
                     let _ = server.await;
@@ -144,6 +155,8 @@ impl EmbeddedServers {
             .map_err(EmbeddedError::Runtime)?;
         Ok(EmbeddedServers {
             mcp_addr,
+            tls,
+            state,
             backend_url,
             backend_addr,
             stop: Some(stop),
@@ -151,8 +164,171 @@ impl EmbeddedServers {
         })
     }
 
+    fn scheme(&self, plain: &'static str, secure: &'static str) -> &'static str {
+        if self.tls { secure } else { plain }
+    }
+
+    /// The Streamable HTTP endpoint (`http://` or `https://`).
     pub fn mcp_url(&self) -> String {
-        format!("http://{}/mcp", self.mcp_addr)
+        format!(
+            "{}://{}{}",
+            self.scheme("http", "https"),
+            self.mcp_addr,
+            self.state.config.path
+        )
+    }
+
+    /// The legacy HTTP+SSE stream endpoint.
+    pub fn sse_url(&self) -> String {
+        format!(
+            "{}://{}{}",
+            self.scheme("http", "https"),
+            self.mcp_addr,
+            self.state.config.sse_path
+        )
+    }
+
+    /// The WebSocket endpoint (`ws://` or `wss://`).
+    pub fn ws_url(&self) -> String {
+        format!(
+            "{}://{}{}",
+            self.scheme("ws", "wss"),
+            self.mcp_addr,
+            self.state.config.ws_path
+        )
+    }
+
+    /// The running server's state (e.g. [`State::active_calls`]).
+    pub fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+}
+
+/// Serves one MCP session on this process's stdin/stdout until stdin's EOF or `shutdown`,
+/// with a mock backend on 127.0.0.1:0 unless `config.backend` is set. Nothing but MCP messages
+/// is written to stdout.
+pub fn run_stdio(
+    mut config: Config,
+    backend: mock_backend::Config,
+    threads: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), EmbeddedError> {
+    let backend_l = match &config.backend {
+        Some(_) => None,
+        None => {
+            mock_backend::Backend::new(backend.clone())?;
+            let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+            if let Ok(a) = bl.local_addr() {
+                config.backend = Some(format!("http://{a}"));
+            }
+            Some(bl)
+        }
+    };
+    tracing::info!(backend = ?config.backend, "serving MCP on stdio");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name("mcpbench-server")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(EmbeddedError::Runtime)?;
+    let result = rt.block_on(async move {
+        let (down_tx, mut down_rx) = tokio::sync::watch::channel(false);
+        let mock = backend_l
+            .and_then(|bl| tokio::net::TcpListener::from_std(bl).ok())
+            .map(|bl| {
+                tokio::spawn(mock_backend::serve(bl, backend, async move {
+                    let _ = down_rx.wait_for(|d| *d).await;
+                }))
+            });
+        let state = Arc::new(State::new(config));
+        let handle = tokio::runtime::Handle::current();
+        let input = pipe_stdin(handle.clone());
+        let (output, writer) = pipe_stdout(handle);
+        let served = serve_stdio_with(state, input, output, shutdown).await;
+        let _ = down_tx.send(true);
+        if let Some(m) = mock {
+            let _ = m.await;
+        }
+        (served, writer)
+    });
+    let (served, writer) = result;
+    // The output half was shut down, so the writer thread ends once stdout has everything.
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    // A blocking stdin read may still be parked on its thread; don't wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    served.map_err(EmbeddedError::Stdio)
+}
+
+/// Buffer between the blocking stdio threads and the async session.
+const PIPE: usize = 64 * 1024;
+
+/// Stdin as an async stream: a thread does the blocking reads (tokio's own stdin does the
+/// same; its feature is not enabled in this build). EOF on stdin is EOF on the stream.
+fn pipe_stdin(handle: tokio::runtime::Handle) -> tokio::io::DuplexStream {
+    use std::io::Read;
+    use tokio::io::AsyncWriteExt;
+    let (mut tx, rx) = tokio::io::duplex(PIPE);
+    let spawned = std::thread::Builder::new()
+        .name("mcpbench-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = vec![0u8; PIPE];
+            loop {
+                let n = match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(error) => {
+                        tracing::warn!(%error, "stdin read failed");
+                        break;
+                    }
+                };
+                if handle.block_on(tx.write_all(&buf[..n])).is_err() {
+                    break;
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!(%error, "cannot start the stdin thread");
+    }
+    rx
+}
+
+/// Stdout as an async stream, written by a thread; it ends when the stream is shut down.
+fn pipe_stdout(
+    handle: tokio::runtime::Handle,
+) -> (tokio::io::DuplexStream, Option<JoinHandle<()>>) {
+    use std::io::Write;
+    use tokio::io::AsyncReadExt;
+    let (tx, mut rx) = tokio::io::duplex(PIPE);
+    let spawned = std::thread::Builder::new()
+        .name("mcpbench-stdout".into())
+        .spawn(move || {
+            let mut stdout = std::io::stdout().lock();
+            let mut buf = vec![0u8; PIPE];
+            loop {
+                let n = match handle.block_on(rx.read(&mut buf)) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                if stdout
+                    .write_all(&buf[..n])
+                    .and_then(|()| stdout.flush())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+    match spawned {
+        Ok(t) => (tx, Some(t)),
+        Err(error) => {
+            tracing::error!(%error, "cannot start the stdout thread");
+            (tx, None)
+        }
     }
 }
 

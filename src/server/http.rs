@@ -1,26 +1,42 @@
-//! Streamable HTTP transport of the reference server (handshake era: 2025-03-26, 2025-06-18,
-//! 2025-11-25; mcp-protocol.md §3.3 and §7.2).
+//! The reference server's HTTP front: routing, DNS-rebinding checks, and Streamable HTTP at
+//! `/mcp` for the handshake era (2025-03-26, 2025-06-18, 2025-11-25; mcp-protocol.md §3.3,
+//! §7.2). 2026-07-28 requests to the same endpoint go to `super::stateless` instead.
+//!
+//! Requests are answered inline on the connection's task (no task per request). Only a call that
+//! sends progress (or a batch answered as SSE) gets a streamed body, which drives the call
+//! itself. Cancellation (`notifications/cancelled` on another POST) ends a call early: a JSON
+//! response becomes `202 Accepted` with an empty body, an SSE stream ends without a response.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use tokio::sync::mpsc;
 
-use super::dispatch::{self, Kind, Rejection, rejection_body, write_error};
-use super::{ResponseMode, State};
+pub use super::body::Body;
+use super::body::{SseStream, write_event};
+use super::dispatch::{
+    self, Kind, MODERN, Params, Pending, Rejection, is_batch, on_notification, rejection_body,
+    write_array, write_error,
+};
+use super::session::Session;
+use super::{ResponseMode, State, legacy_sse, stateless, ws};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
-pub type Body = Full<Bytes>;
+pub(super) const SESSION: &str = "mcp-session-id";
+pub(super) const VERSION: &str = "mcp-protocol-version";
 
-const SESSION: &str = "mcp-session-id";
-const VERSION: &str = "mcp-protocol-version";
-
-fn respond(status: StatusCode, content_type: Option<&'static str>, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(Full::new(body));
+pub(super) fn respond(
+    status: StatusCode,
+    content_type: Option<&'static str>,
+    body: Body,
+) -> Response<Body> {
+    let mut r = Response::new(body);
     *r.status_mut() = status;
     if let Some(ct) = content_type {
         r.headers_mut()
@@ -29,22 +45,36 @@ fn respond(status: StatusCode, content_type: Option<&'static str>, body: Bytes) 
     r
 }
 
+pub(super) fn json(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    respond(status, Some("application/json"), Body::full(body))
+}
+
+pub(super) fn accepted() -> Response<Body> {
+    respond(StatusCode::ACCEPTED, None, Body::empty())
+}
+
+/// An SSE response with the headers every stream of this server carries.
+pub(super) fn sse(body: Body) -> Response<Body> {
+    let mut r = respond(StatusCode::OK, Some("text/event-stream"), body);
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
 /// An HTTP error status with a JSON-RPC error body (id unknown).
-fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+pub(super) fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     let mut out = Vec::with_capacity(96);
     write_error(&mut out, None, code, message, None);
-    respond(status, Some("application/json"), Bytes::from(out))
+    json(status, out)
 }
 
 fn rejected(status: StatusCode, r: &Rejection) -> Response<Body> {
-    respond(
-        status,
-        Some("application/json"),
-        Bytes::from(rejection_body(r)),
-    )
+    json(status, rejection_body(r))
 }
 
-fn method_not_allowed(allow: &'static str) -> Response<Body> {
+pub(super) fn method_not_allowed(allow: &'static str) -> Response<Body> {
     let mut r = http_error(
         StatusCode::METHOD_NOT_ALLOWED,
         code::INVALID_REQUEST,
@@ -106,7 +136,7 @@ impl State {
     }
 }
 
-fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
+pub(super) fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
     h.get(name)?
         .to_str()
         .ok()
@@ -143,15 +173,68 @@ fn accepts_both(h: &HeaderMap) -> bool {
     json && sse
 }
 
+/// A request body that could not be read.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+impl BodyError {
+    pub(super) fn response(self) -> Response<Body> {
+        match self {
+            BodyError::TooLarge => http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                code::INVALID_REQUEST,
+                "Payload Too Large",
+            ),
+            BodyError::Unreadable => http_error(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                "Parse error: body could not be read",
+            ),
+        }
+    }
+}
+
+/// Reads a request body of at most `max` bytes.
+pub(super) async fn read_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
+    match Limited::new(body, max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Unreadable),
+    }
+}
+
+enum Route {
+    Mcp,
+    Sse,
+    Messages,
+    Ws,
+}
+
 /// Handles one HTTP request to the server.
-pub async fn handle(state: &State, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
-    if req.uri().path() != state.config.path {
+pub async fn handle(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let c = &state.config;
+    let path = req.uri().path();
+    let route = if path == c.path {
+        Route::Mcp
+    } else if path == c.sse_path {
+        Route::Sse
+    } else if path == c.messages_path {
+        Route::Messages
+    } else if path == c.ws_path {
+        Route::Ws
+    } else {
         return Ok(http_error(
             StatusCode::NOT_FOUND,
             code::INVALID_REQUEST,
             "Not Found",
         ));
-    }
+    };
     if let Err(why) = state.check_host_and_origin(&req) {
         return Ok(http_error(
             StatusCode::FORBIDDEN,
@@ -159,29 +242,40 @@ pub async fn handle(state: &State, req: Request<Incoming>) -> Result<Response<Bo
             why,
         ));
     }
-    Ok(match *req.method() {
-        Method::POST => post(state, req).await,
-        Method::DELETE => delete(state, &req),
-        Method::GET => method_not_allowed("POST, DELETE"),
-        _ => method_not_allowed("POST, GET, DELETE"),
+    Ok(match route {
+        Route::Mcp => match *req.method() {
+            Method::POST => post(state, req).await,
+            Method::DELETE => delete(state, &req),
+            Method::GET => method_not_allowed("POST, DELETE"),
+            _ => method_not_allowed("POST, GET, DELETE"),
+        },
+        Route::Sse => legacy_sse::open(state, &req),
+        Route::Messages => legacy_sse::post(state, req).await,
+        Route::Ws => ws::upgrade(state, req),
     })
 }
 
 fn delete(state: &State, req: &Request<Incoming>) -> Response<Body> {
     match req.headers().get(SESSION) {
+        // A 2026-07-28 client has no session to end (mcp-protocol.md §3.4).
+        None if req.headers().get(VERSION).map(HeaderValue::as_bytes)
+            == Some(MODERN.as_str().as_bytes()) =>
+        {
+            method_not_allowed("POST")
+        }
         None => http_error(
             StatusCode::BAD_REQUEST,
             code::INVALID_REQUEST,
             "Bad Request: Mcp-Session-Id header is required",
         ),
         Some(id) if state.sessions.remove(id.as_bytes()) => {
-            respond(StatusCode::OK, None, Bytes::new())
+            respond(StatusCode::OK, None, Body::empty())
         }
         Some(_) => http_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
     }
 }
 
-async fn post(state: &State, req: Request<Incoming>) -> Response<Body> {
+async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let headers = req.headers();
     if media_type(headers, header::CONTENT_TYPE).as_deref() != Some("application/json") {
         return http_error(
@@ -197,34 +291,24 @@ async fn post(state: &State, req: Request<Incoming>) -> Response<Body> {
             "Not Acceptable: Accept must list application/json and text/event-stream",
         );
     }
-    let session_header = headers.get(SESSION).cloned();
-    let version_header = headers.get(VERSION).cloned();
-    let body = match Limited::new(req.into_body(), state.config.max_body)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return http_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                code::INVALID_REQUEST,
-                "Payload Too Large",
-            );
-        }
-        Err(_) => {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let body = match read_body(body, state.config.max_body).await {
+        Ok(b) => b,
+        Err(e) => return e.response(),
+    };
+    let session_header = headers.get(SESSION);
+    let modern_header =
+        headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
+    if is_batch(&body) {
+        if modern_header {
             return http_error(
                 StatusCode::BAD_REQUEST,
-                code::PARSE_ERROR,
-                "Parse error: body could not be read",
+                code::INVALID_REQUEST,
+                "Invalid Request: 2026-07-28 has no JSON-RPC batches",
             );
         }
-    };
-    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            code::INVALID_REQUEST,
-            "Invalid Request: JSON-RPC batches are not supported in this revision",
-        );
+        return batch(state, headers, body).await;
     }
     let msg = match dispatch::parse(&body) {
         Ok(m) => m,
@@ -235,6 +319,16 @@ async fn post(state: &State, req: Request<Incoming>) -> Response<Body> {
         Err(r) => return rejected(StatusCode::BAD_REQUEST, &r),
     };
     let method = msg.method.as_deref().unwrap_or_default();
+    let params = Params::parse(msg.params);
+
+    // Dual-era endpoint: a 2026-07-28 request is stateless (a session header is then ignored).
+    let modern = method != "initialize"
+        && (modern_header
+            || (session_header.is_none()
+                && params.as_ref().and_then(Params::modern_version).is_some()));
+    if modern {
+        return stateless::post(state, headers, &body, kind, method, params.as_ref()).await;
+    }
 
     if method == "initialize" && session_header.is_none() {
         let Kind::Request { id } = kind else {
@@ -246,10 +340,10 @@ async fn post(state: &State, req: Request<Incoming>) -> Response<Body> {
         };
         let (rev, out) = state.initialize(id, msg.params);
         let Some(rev) = rev else {
-            return reply(state, out, None);
+            return reply(state, None, out, None);
         };
         return match state.sessions.create(rev) {
-            Ok(session) => reply(state, out, Some(session.header_value())),
+            Ok(session) => reply(state, Some(&session), out, Some(session.header_value())),
             Err(_) => http_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 code::INTERNAL_ERROR,
@@ -258,69 +352,182 @@ async fn post(state: &State, req: Request<Incoming>) -> Response<Body> {
         };
     }
 
-    let Some(sid) = session_header else {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            code::INVALID_REQUEST,
-            "Bad Request: Mcp-Session-Id header is required",
-        );
+    let session = match session_of(state, headers) {
+        Ok(s) => s,
+        Err(e) => return e.response(),
     };
-    let Some(session) = state.sessions.get(sid.as_bytes()) else {
-        return http_error(StatusCode::NOT_FOUND, -32001, "Session not found");
-    };
-    // 2025-06-18+: the header names the negotiated revision; absent means 2025-03-26.
-    if let Some(v) = version_header {
-        match v.to_str().ok().and_then(|s| s.parse::<Revision>().ok()) {
-            Some(r) if r == session.revision => {}
-            _ => {
-                return http_error(
-                    StatusCode::BAD_REQUEST,
-                    code::INVALID_REQUEST,
-                    "Bad Request: unsupported or mismatched MCP-Protocol-Version",
-                );
-            }
-        }
-    }
     match kind {
         Kind::Notification => {
-            if method == "notifications/initialized" {
-                session
-                    .initialized
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            respond(StatusCode::ACCEPTED, None, Bytes::new())
+            on_notification(&session.peer(), method, params.as_ref());
+            accepted()
         }
-        Kind::Response => respond(StatusCode::ACCEPTED, None, Bytes::new()),
+        Kind::Response => accepted(),
         Kind::Request { id } => {
-            let out = state
-                .request(session.revision, id, method, msg.params)
-                .await;
-            reply(state, out, None)
+            let pending = state.prepare(
+                &session.peer(),
+                session.revision,
+                &body,
+                id,
+                method,
+                params.as_ref(),
+            );
+            if pending.streams() {
+                return stream(state, session, vec![pending]);
+            }
+            let _busy = matches!(pending, Pending::Call { .. }).then(|| state.busy());
+            match state.finish(pending, None).await {
+                Some(out) => reply(state, Some(&session), out, None),
+                None => cancelled(state, &session),
+            }
         }
     }
 }
 
+/// Why a request's session cannot be used.
+#[derive(Debug, Clone, Copy)]
+enum SessionError {
+    Missing,
+    Unknown,
+    Version,
+}
+
+impl SessionError {
+    fn response(self) -> Response<Body> {
+        match self {
+            SessionError::Missing => http_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            ),
+            SessionError::Unknown => http_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+            SessionError::Version => http_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Bad Request: unsupported or mismatched MCP-Protocol-Version",
+            ),
+        }
+    }
+}
+
+/// The session a request names, checked against its `MCP-Protocol-Version` header.
+fn session_of(state: &State, headers: &HeaderMap) -> Result<Arc<Session>, SessionError> {
+    let sid = headers.get(SESSION).ok_or(SessionError::Missing)?;
+    let session = state
+        .sessions
+        .get(sid.as_bytes())
+        .ok_or(SessionError::Unknown)?;
+    // 2025-06-18+: the header names the negotiated revision; absent means 2025-03-26.
+    if let Some(v) = headers.get(VERSION) {
+        match v.to_str().ok().and_then(|s| s.parse::<Revision>().ok()) {
+            Some(r) if r == session.revision => {}
+            _ => return Err(SessionError::Version),
+        }
+    }
+    Ok(session)
+}
+
+/// A JSON-RPC batch (2025-03-26 sessions only): a JSON array of the responses, 202 if it held
+/// no request, or an SSE stream (one event per response) in SSE mode or when a call sends
+/// progress.
+async fn batch(state: &Arc<State>, headers: &HeaderMap, body: Bytes) -> Response<Body> {
+    if headers.get(SESSION).is_none() {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required (and initialize is never sent in a JSON-RPC batch)",
+        );
+    }
+    let session = match session_of(state, headers) {
+        Ok(s) => s,
+        Err(e) => return e.response(),
+    };
+    let items = match state.prepare_batch(&session.peer(), &body) {
+        Ok(items) => items,
+        Err(r) => return rejected(StatusCode::BAD_REQUEST, &r),
+    };
+    if items.is_empty() {
+        return accepted();
+    }
+    if state.config.response == ResponseMode::Sse || items.iter().any(Pending::streams) {
+        return stream(state, session, items);
+    }
+    let busy = state.busy();
+    let responses = state.finish_batch(items, None).await;
+    drop(busy);
+    if responses.is_empty() {
+        // Every request in it was cancelled.
+        return accepted();
+    }
+    json(StatusCode::OK, write_array(&responses))
+}
+
+/// Answers prepared requests as an SSE stream that drives them: progress notifications, then
+/// each response. Dropping the stream stops the work.
+fn stream(state: &Arc<State>, session: Arc<Session>, items: Vec<Pending>) -> Response<Body> {
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let mut ids = session.event_ids();
+    let mut first = Vec::new();
+    if let Some(ids) = ids.as_mut() {
+        ids.priming(&mut first);
+    }
+    let runner = state.clone();
+    let work = Box::pin(async move {
+        let _busy = runner.busy();
+        let responses = runner.finish_batch(items, Some(&tx)).await;
+        for r in responses {
+            if tx.send(Bytes::from(r)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut s = SseStream::new(rx)
+        .ids(ids)
+        .drive(work)
+        .keepalive(state.config.keepalive)
+        .until(state.closing.clone());
+    if !first.is_empty() {
+        s = s.first(first);
+    }
+    sse(Body::stream(s))
+}
+
 /// A JSON-RPC response as JSON or as a one-event SSE stream, per the server's mode.
-fn reply(state: &State, out: Vec<u8>, session: Option<String>) -> Response<Body> {
+fn reply(
+    state: &State,
+    session: Option<&Session>,
+    out: Vec<u8>,
+    new_session: Option<String>,
+) -> Response<Body> {
     let mut r = match state.config.response {
-        ResponseMode::Json => respond(StatusCode::OK, Some("application/json"), Bytes::from(out)),
+        ResponseMode::Json => json(StatusCode::OK, out),
         ResponseMode::Sse => {
-            let mut ev = Vec::with_capacity(out.len() + 32);
-            ev.extend_from_slice(b"event: message\ndata: ");
-            ev.extend_from_slice(&out);
-            ev.extend_from_slice(b"\n\n");
-            let mut r = respond(StatusCode::OK, Some("text/event-stream"), Bytes::from(ev));
-            r.headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            r.headers_mut()
-                .insert("x-accel-buffering", HeaderValue::from_static("no"));
-            r
+            let mut ids = session.and_then(Session::event_ids);
+            let mut ev = Vec::with_capacity(out.len() + 64);
+            if let Some(ids) = ids.as_mut() {
+                ids.priming(&mut ev);
+            }
+            write_event(&mut ev, ids.as_mut(), &out);
+            sse(Body::full(ev))
         }
     };
-    if let Some(s) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+    if let Some(s) = new_session.and_then(|s| HeaderValue::from_str(&s).ok()) {
         r.headers_mut().insert(SESSION, s);
     }
     r
+}
+
+/// The answer to a request cancelled while it ran: no JSON-RPC response at all.
+fn cancelled(state: &State, session: &Session) -> Response<Body> {
+    match state.config.response {
+        ResponseMode::Json => accepted(),
+        ResponseMode::Sse => {
+            let mut ev = Vec::new();
+            if let Some(mut ids) = session.event_ids() {
+                ids.priming(&mut ev);
+            }
+            sse(Body::full(ev))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,25 +1,60 @@
-//! The reference MCP server: `serve(listener, config, shutdown)`.
+//! The reference MCP server: `serve(listener, config, shutdown)`, and `serve_stdio`.
 //!
 //! It is the best-case baseline a gateway is compared with, so its costs are visible in plain
-//! code: hyper for HTTP, pre-rendered `tools/list` pages, one JSON parse per request, tool
-//! results written straight to bytes. `dispatch` is transport-independent; `http` is the
-//! Streamable HTTP transport; `tools` holds the tools and `backend` the pooled REST client.
+//! code: hyper for HTTP, pre-rendered `tools/list` pages, one JSON parse per request (envelope
+//! with raw params, then the params fields it reads), results written straight to bytes, no
+//! task spawned for a Streamable HTTP request.
+//!
+//! # Layout
+//!
+//! ```text
+//! dispatch    transport-independent JSON-RPC: begin/run a request, batches, 2026-07-28 _meta
+//! cancel      in-flight requests per session (notifications/cancelled)
+//! tools       tool registry, pre-rendered tools/list pages per revision group, tool bodies
+//! schema      inputSchema validation
+//! backend     pooled REST client for the REST-backed tools
+//! body        response bodies: complete, or SSE streams (event ids, keep-alives, driven work)
+//! http        routing, Host/Origin checks, Streamable HTTP at /mcp (handshake era)
+//! stateless   Streamable HTTP at /mcp for 2026-07-28 (headers, statuses)
+//! session     Streamable HTTP sessions
+//! conn        one session over an ordered message stream (stdio, WebSocket, legacy SSE)
+//! legacy_sse  HTTP+SSE (2024-11-05) at /sse + /messages
+//! ws          WebSocket at /ws (subprotocol `mcp`, non-standard)
+//! stdio       serve_stdio: one session over a byte stream, one message per line
+//! tls         PEM loading; HTTPS/WSS with ALPN h2 and http/1.1 on the same listener
+//! embedded    server + mock backend on their own runtime (run, serve)
+//! ```
+//!
+//! Every transport reads a frame, lets `dispatch` answer it or hand back a tool call, and writes
+//! the bytes; progress notifications go through a `dispatch::Sink` the transport drains in
+//! order, so none follows the response.
 
 pub mod backend;
+pub mod body;
+pub mod cancel;
+pub mod conn;
 pub mod dispatch;
 mod embedded;
 pub mod http;
+pub mod legacy_sse;
 pub mod schema;
 pub mod session;
+pub mod stateless;
+pub mod stdio;
+pub mod tls;
 pub mod tools;
+pub mod ws;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use hyper::service::service_fn;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
-pub use embedded::{EmbeddedError, EmbeddedServers, Launch};
+pub use embedded::{EmbeddedError, EmbeddedServers, Launch, run_stdio};
+pub use stdio::{serve_stdio, serve_stdio_with};
 
 /// How request responses are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,8 +82,13 @@ impl std::str::FromStr for ResponseMode {
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The MCP endpoint path.
+    /// The Streamable HTTP endpoint path.
     pub path: String,
+    /// Legacy HTTP+SSE: the stream (GET) and the message endpoint (POST).
+    pub sse_path: String,
+    pub messages_path: String,
+    /// WebSocket endpoint.
+    pub ws_path: String,
     pub response: ResponseMode,
     /// Synthetic tools added to the catalog.
     pub catalog: usize,
@@ -62,12 +102,21 @@ pub struct Config {
     pub max_body: usize,
     pub max_sessions: usize,
     pub session_idle: Duration,
+    /// Comment keep-alive interval on SSE streams.
+    pub keepalive: Duration,
+    /// How long stdio waits for requests in flight after stdin's EOF before cancelling them.
+    pub drain: Duration,
+    /// Serve HTTPS/WSS (ALPN `h2`, `http/1.1`) instead of plain HTTP; see [`tls::load_pem`].
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             path: "/mcp".into(),
+            sse_path: "/sse".into(),
+            messages_path: "/messages".into(),
+            ws_path: "/ws".into(),
             response: ResponseMode::Json,
             catalog: 0,
             page_size: 100,
@@ -77,6 +126,9 @@ impl Default for Config {
             max_body: 4 * 1024 * 1024,
             max_sessions: 100_000,
             session_idle: Duration::from_secs(600),
+            keepalive: Duration::from_secs(15),
+            drain: mock_backend::accept::DEFAULT_GRACE,
+            tls: None,
         }
     }
 }
@@ -87,7 +139,13 @@ pub struct State {
     pub config: Config,
     pub registry: tools::Registry,
     pub backend: Option<backend::Backend>,
+    /// Streamable HTTP sessions.
     pub sessions: session::Sessions,
+    /// Legacy HTTP+SSE sessions.
+    pub legacy: legacy_sse::LegacySessions,
+    /// Fires when the server shuts down: long-lived streams and WebSockets end.
+    pub closing: CancellationToken,
+    active: AtomicUsize,
 }
 
 impl State {
@@ -99,14 +157,30 @@ impl State {
                 .as_deref()
                 .map(|b| backend::Backend::new(b, config.backend_timeout)),
             sessions: session::Sessions::new(config.max_sessions, config.session_idle),
+            legacy: legacy_sse::LegacySessions::new(config.max_sessions),
+            closing: CancellationToken::new(),
+            active: AtomicUsize::new(0),
             config,
         }
     }
 }
 
-/// Serves MCP over Streamable HTTP on `listener` until `shutdown` completes.
+/// Serves MCP over HTTP (Streamable HTTP, legacy HTTP+SSE, WebSocket; TLS if configured) on
+/// `listener` until `shutdown` completes.
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) {
-    let state = Arc::new(State::new(config));
+    serve_state(listener, Arc::new(State::new(config)), shutdown).await;
+}
+
+/// How long a client gets to complete the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`serve`] with state made by the caller (who can then watch it, e.g.
+/// [`State::active_calls`]).
+pub async fn serve_state(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) {
     let reaper_state = state.clone();
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(10));
@@ -115,14 +189,35 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
             reaper_state.sessions.reap();
         }
     });
-    mock_backend::accept::serve_connections(listener, shutdown, move |stream, _peer, down| {
+    let closing = state.closing.clone();
+    let shutdown = async move {
+        shutdown.await;
+        closing.cancel();
+    };
+    let tls = state
+        .config
+        .tls
+        .clone()
+        .map(tokio_rustls::TlsAcceptor::from);
+    mock_backend::accept::serve_connections(listener, shutdown, move |stream, peer, down| {
         let state = state.clone();
+        let tls = tls.clone();
         async move {
             let svc = service_fn(move |req| {
                 let state = state.clone();
                 async move { http::handle(&state, req).await }
             });
-            mock_backend::accept::serve_http(stream, svc, down).await;
+            match tls {
+                None => mock_backend::accept::serve_http(stream, svc, down).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(tls)) => mock_backend::accept::serve_http(tls, svc, down).await,
+                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                }
+            }
         }
     })
     .await;

@@ -1,4 +1,7 @@
 //! Streamable HTTP sessions of the reference server (handshake era).
+//!
+//! A session is shared by every HTTP request that names it, so its in-flight map (for
+//! `notifications/cancelled`) sits behind a lock; everything else is atomics.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -7,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use rand::RngExt;
 
+use super::body::EventIds;
+use super::cancel::InFlight;
+use super::dispatch::Peer;
 use crate::protocol::version::Revision;
 
 /// One client session, made by `initialize`.
@@ -16,6 +22,10 @@ pub struct Session {
     pub revision: Revision,
     /// `notifications/initialized` was received.
     pub initialized: AtomicBool,
+    /// Cancellable requests of this session.
+    pub inflight: Arc<InFlight>,
+    /// SSE streams opened so far (numbers the event ids).
+    streams: AtomicU64,
     last_seen_ms: AtomicU64,
 }
 
@@ -23,6 +33,21 @@ impl Session {
     /// The id as sent in `Mcp-Session-Id`: 32 lowercase hex digits (visible ASCII, unguessable).
     pub fn header_value(&self) -> String {
         format!("{:032x}", self.id)
+    }
+
+    pub fn peer(&self) -> Peer<'_> {
+        Peer {
+            rev: self.revision,
+            initialized: &self.initialized,
+            inflight: &self.inflight,
+        }
+    }
+
+    /// Event ids for a new SSE stream of this session, when its revision has them: 2025-11-25
+    /// streams open with a priming event, and ids are unique per session.
+    pub fn event_ids(&self) -> Option<EventIds> {
+        (self.revision == Revision::V2025_11_25)
+            .then(|| EventIds::new(self.streams.fetch_add(1, Ordering::Relaxed)))
     }
 }
 
@@ -60,6 +85,8 @@ impl Sessions {
             id,
             revision,
             initialized: AtomicBool::new(false),
+            inflight: InFlight::new(),
+            streams: AtomicU64::new(0),
             last_seen_ms: AtomicU64::new(self.now_ms()),
         });
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
@@ -83,14 +110,17 @@ impl Sessions {
         Some(s)
     }
 
+    /// Ends a session; its requests in flight are cancelled.
     pub fn remove(&self, header: &[u8]) -> bool {
-        parse_id(header).is_some_and(|id| {
-            self.map
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id)
-                .is_some()
-        })
+        let Some(id) = parse_id(header) else {
+            return false;
+        };
+        let removed = self
+            .map
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        removed.map(|s| s.inflight.cancel_all()).is_some()
     }
 
     pub fn len(&self) -> usize {
@@ -106,7 +136,13 @@ impl Sessions {
         let cutoff = self.now_ms().saturating_sub(self.idle.as_millis() as u64);
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
-        map.retain(|_, s| s.last_seen_ms.load(Ordering::Relaxed) >= cutoff);
+        map.retain(|_, s| {
+            let keep = s.last_seen_ms.load(Ordering::Relaxed) >= cutoff;
+            if !keep {
+                s.inflight.cancel_all();
+            }
+            keep
+        });
         before - map.len()
     }
 }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::backend::{Backend, encode_query};
+use super::dispatch::{MODERN_RESULT_TAIL, SERVER_INFO, Sink, TTL_MS};
 use super::schema;
 use crate::protocol::jsonrpc::write_json_str;
 use crate::protocol::version::Revision;
@@ -20,6 +21,7 @@ pub enum ToolKind {
     Payload,
     Fail,
     Cpu,
+    Progress,
     Synthetic(u32),
     SearchContacts,
     GetInvoice,
@@ -45,6 +47,7 @@ pub const BUILTIN: &[&str] = &[
     "payload",
     "fail",
     "cpu",
+    "progress",
     "search-contacts",
     "get-invoice",
     "create-ticket",
@@ -147,6 +150,18 @@ fn builtin_tools() -> Vec<Tool> {
             false,
         ),
         t(
+            "progress",
+            "Progress",
+            "Sends `steps` progress notifications, one every `interval_ms`, when the request carries _meta.progressToken (else just waits as long), then answers.",
+            object(
+                json!({"steps": {"type": "integer", "minimum": 1, "maximum": 1000}, "interval_ms": {"type": "integer", "minimum": 0, "maximum": 60000}}),
+                &["steps", "interval_ms"],
+            ),
+            ToolKind::Progress,
+            true,
+            false,
+        ),
+        t(
             "search-contacts",
             "Search contacts",
             "Searches the contacts directory (REST backend) by name.",
@@ -206,7 +221,9 @@ fn synthetic_tool(i: usize) -> Tool {
 
 /// Revisions that render `tools/list` differently.
 fn render_group(rev: Revision) -> usize {
-    if rev.has_tool_title() {
+    if !rev.has_handshake() {
+        3
+    } else if rev.has_tool_title() {
         2
     } else if rev.has_tool_annotations() {
         1
@@ -215,12 +232,14 @@ fn render_group(rev: Revision) -> usize {
     }
 }
 
-/// The server's tools, with `tools/list` pages pre-rendered for each revision group.
+/// The server's tools, with `tools/list` pages pre-rendered for each revision group
+/// (2024-11-05; 2025-03-26; 2025-06-18 and 2025-11-25; 2026-07-28). The 2026-07-28 pages are
+/// complete results: `ttlMs`, `cacheScope`, `resultType` and `_meta` included.
 #[derive(Debug)]
 pub struct Registry {
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
-    pages: [Vec<Bytes>; 3],
+    pages: [Vec<Bytes>; 4],
 }
 
 impl Registry {
@@ -233,10 +252,12 @@ impl Registry {
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         let page_size = page_size.max(1);
+        let server_info: Value = serde_json::from_str(SERVER_INFO).expect("server info is JSON");
         let pages = [
             Revision::V2024_11_05,
             Revision::V2025_03_26,
             Revision::V2025_06_18,
+            Revision::V2026_07_28,
         ]
         .map(|rev| {
             let chunks: Vec<&[Tool]> = tools.chunks(page_size).collect();
@@ -250,6 +271,13 @@ impl Registry {
                     if i + 1 < n {
                         page["nextCursor"] = Value::String(cursor(i + 1));
                     }
+                    if !rev.has_handshake() {
+                        page["ttlMs"] = json!(TTL_MS);
+                        page["cacheScope"] = json!("public");
+                        page["resultType"] = json!("complete");
+                        page["_meta"] =
+                            json!({"io.modelcontextprotocol/serverInfo": server_info.clone()});
+                    }
                     Bytes::from(serde_json::to_vec(&page).expect("tool lists serialize"))
                 })
                 .collect()
@@ -262,7 +290,18 @@ impl Registry {
     }
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
-        self.by_name.get(name).map(|&i| &self.tools[i])
+        self.find(name).map(|(_, t)| t)
+    }
+
+    /// The tool called `name` and its index.
+    pub fn find(&self, name: &str) -> Option<(usize, &Tool)> {
+        let i = *self.by_name.get(name)?;
+        Some((i, self.tools.get(i)?))
+    }
+
+    /// The tool at `index` (see [`find`](Self::find)).
+    pub fn tool(&self, index: usize) -> Option<&Tool> {
+        self.tools.get(index)
     }
 
     pub fn len(&self) -> usize {
@@ -341,7 +380,8 @@ impl ToolOutput {
         }
     }
 
-    /// Writes the `CallToolResult` JSON object for `rev`.
+    /// Writes the `CallToolResult` JSON object for `rev` (2026-07-28: with `resultType` and
+    /// `_meta`).
     pub fn write(&self, out: &mut Vec<u8>, rev: Revision) {
         out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
         write_json_str(out, &self.text);
@@ -355,12 +395,47 @@ impl ToolOutput {
             out.extend_from_slice(br#","structuredContent":"#);
             out.extend_from_slice(s);
         }
+        if !rev.has_handshake() {
+            out.extend_from_slice(MODERN_RESULT_TAIL.as_bytes());
+        }
         out.push(b'}');
     }
 }
 
-/// Runs a tool after validating its arguments against its input schema.
-pub async fn call(tool: &Tool, args: &Value, backend: Option<&Backend>) -> ToolOutput {
+/// Where a `progress` call reports: the request's token and the transport's sink.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Raw JSON (a string or an integer).
+    pub token: &'a [u8],
+    pub sink: &'a Sink,
+}
+
+impl Progress<'_> {
+    /// Sends `notifications/progress`; a closed sink (client gone) is not an error here: the
+    /// transport stops the call.
+    async fn send(&self, progress: u64, total: u64) {
+        let mut n = Vec::with_capacity(112 + self.token.len());
+        n.extend_from_slice(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#,
+        );
+        n.extend_from_slice(self.token);
+        n.extend_from_slice(br#","progress":"#);
+        n.extend_from_slice(itoa::Buffer::new().format(progress).as_bytes());
+        n.extend_from_slice(br#","total":"#);
+        n.extend_from_slice(itoa::Buffer::new().format(total).as_bytes());
+        n.extend_from_slice(b"}}");
+        let _ = self.sink.send(Bytes::from(n)).await;
+    }
+}
+
+/// Runs a tool after validating its arguments against its input schema. `progress` is set when
+/// the request asked for progress and the transport can carry notifications.
+pub async fn call(
+    tool: &Tool,
+    args: &Value,
+    backend: Option<&Backend>,
+    progress: Option<Progress<'_>>,
+) -> ToolOutput {
     if let Err(msg) = schema::validate(&tool.input_schema, args) {
         return ToolOutput::error(format!("invalid arguments for tool `{}`: {msg}", tool.name));
     }
@@ -387,6 +462,20 @@ pub async fn call(tool: &Tool, args: &Value, backend: Option<&Backend>) -> ToolO
             ToolOutput::error(m)
         }
         ToolKind::Cpu => ToolOutput::text(format!("{:016x}", burn(int("iterations")))),
+        ToolKind::Progress => {
+            let steps = int("steps");
+            let interval = Duration::from_millis(int("interval_ms"));
+            match progress {
+                Some(p) => {
+                    for i in 1..=steps {
+                        tokio::time::sleep(interval).await;
+                        p.send(i, steps).await;
+                    }
+                }
+                None => tokio::time::sleep(interval.saturating_mul(steps as u32)).await,
+            }
+            ToolOutput::text(format!("done after {steps} steps"))
+        }
         ToolKind::Synthetic(_) => ToolOutput::text(serde_json::to_string(args).unwrap_or_default()),
         ToolKind::SearchContacts => {
             let mut path = format!("/contacts?q={}", encode_query(string("query")));
@@ -495,32 +584,92 @@ mod tests {
         );
     }
 
+    #[test]
+    fn modern_pages_are_complete_results() {
+        let r = Registry::new(3, 5);
+        let page: Value =
+            serde_json::from_slice(r.page(Revision::V2026_07_28, None).unwrap()).unwrap();
+        assert_eq!(page["resultType"], "complete");
+        assert_eq!(page["cacheScope"], "public");
+        assert_eq!(page["ttlMs"], TTL_MS);
+        assert_eq!(
+            page["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "mcpbench-reference"
+        );
+        assert_eq!(page["nextCursor"], "mcpbench-page-1");
+        assert!(page["tools"][0].get("execution").is_none());
+        let legacy: Value =
+            serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
+        assert!(legacy.get("resultType").is_none() && legacy.get("ttlMs").is_none());
+        assert!(is_known("progress", 0) && builtin_names().contains(&"progress"));
+    }
+
+    #[tokio::test]
+    async fn progress_reports_to_the_sink_then_answers() {
+        let r = Registry::new(0, 10);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let p = Progress {
+            token: b"\"t\"",
+            sink: &tx,
+        };
+        let args = json!({"steps": 3, "interval_ms": 0});
+        let out = call(r.get("progress").unwrap(), &args, None, Some(p)).await;
+        assert_eq!(out.text, "done after 3 steps");
+        for i in 1..=3 {
+            let n: Value = serde_json::from_slice(&rx.recv().await.unwrap()).unwrap();
+            assert_eq!(
+                n,
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                       "params": {"progressToken": "t", "progress": i, "total": 3}})
+            );
+        }
+        assert!(rx.try_recv().is_err(), "nothing after the last step");
+        let quiet = call(r.get("progress").unwrap(), &args, None, None).await;
+        assert_eq!(quiet.text, "done after 3 steps");
+        let mut modern = Vec::new();
+        quiet.write(&mut modern, Revision::V2026_07_28);
+        let v: Value = serde_json::from_slice(&modern).unwrap();
+        assert_eq!(v["resultType"], "complete");
+    }
+
     #[tokio::test]
     async fn tools_validate_and_answer() {
         let r = Registry::new(0, 10);
-        let out = call(r.get("echo").unwrap(), &json!({"message": "hi"}), None).await;
+        let out = call(
+            r.get("echo").unwrap(),
+            &json!({"message": "hi"}),
+            None,
+            None,
+        )
+        .await;
         assert_eq!((out.text.as_str(), out.is_error), ("hi", false));
-        let out = call(r.get("echo").unwrap(), &json!({"msg": "hi"}), None).await;
+        let out = call(r.get("echo").unwrap(), &json!({"msg": "hi"}), None, None).await;
         assert!(
             out.is_error && out.text.contains("missing required property `message`"),
             "{}",
             out.text
         );
         assert_eq!(
-            call(r.get("payload").unwrap(), &json!({"bytes": 1000}), None)
-                .await
-                .text
-                .len(),
+            call(
+                r.get("payload").unwrap(),
+                &json!({"bytes": 1000}),
+                None,
+                None
+            )
+            .await
+            .text
+            .len(),
             1000
         );
         assert!(
-            call(r.get("fail").unwrap(), &json!({}), None)
+            call(r.get("fail").unwrap(), &json!({}), None, None)
                 .await
                 .is_error
         );
         let out = call(
             r.get("search-contacts").unwrap(),
             &json!({"query": "x"}),
+            None,
             None,
         )
         .await;

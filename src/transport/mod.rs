@@ -1,6 +1,222 @@
-//! Client transports. `http1` is the hot-path HTTP/1.1 connection, `sse` the one SSE decoder,
-//! `streamable_http` the MCP session over Streamable HTTP.
+//! Client transports, behind one [`Session`] trait.
+//!
+//! | module            | what                                                              |
+//! |-------------------|-------------------------------------------------------------------|
+//! | `net`             | TCP + TLS (rustls) connecting, one `Stream` type                  |
+//! | `http1`           | hot-path HTTP/1.1 client connection                               |
+//! | `sse`             | the one SSE decoder                                               |
+//! | `ws`              | WebSocket client framing                                          |
+//! | `streamable_http` | MCP over Streamable HTTP (both eras; HTTP/1.1 or HTTP/2)          |
+//! | `mux`             | id-matched in-flight requests on one connection (single-threaded) |
+//! | `stdio`           | MCP over a child process's stdin/stdout                           |
+//! | `sse_legacy`      | MCP over the 2024-11-05 HTTP+SSE transport                        |
+//! | `websocket`       | MCP over WebSocket (subprotocol `mcp`)                            |
+//!
+//! The runner is generic over [`Session`] and monomorphised per transport by one `match`.
 
 pub mod http1;
+pub mod mux;
+pub mod net;
 pub mod sse;
+pub mod sse_legacy;
+pub mod stdio;
 pub mod streamable_http;
+pub mod websocket;
+pub mod ws;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::metrics::outcome::{Outcome, ProtocolKind};
+use crate::protocol::jsonrpc::{self, Codec, DecodeError, Incoming};
+use crate::protocol::version::Revision;
+
+/// Which transport a target speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    StreamableHttp,
+    /// The 2024-11-05 HTTP+SSE transport (GET stream + POSTed messages).
+    LegacySse,
+    WebSocket,
+    Stdio,
+}
+
+impl TransportKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::StreamableHttp => "streamable-http",
+            TransportKind::LegacySse => "sse",
+            TransportKind::WebSocket => "websocket",
+            TransportKind::Stdio => "stdio",
+        }
+    }
+}
+
+/// A child process to launch (stdio targets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// Everything about a target that is the same for every session.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub kind: TransportKind,
+    /// Network targets: address and TLS.
+    pub net: Option<net::NetTarget>,
+    /// `Host` header value.
+    pub host: String,
+    /// Path and query of the MCP endpoint (Streamable HTTP), the SSE stream (legacy) or the
+    /// WebSocket.
+    pub path: String,
+    /// Extra HTTP headers, pre-rendered (`Name: value\r\n`); may hold secrets.
+    pub extra_headers: Vec<u8>,
+    /// The same headers as pairs (HTTP/2).
+    pub headers: Vec<(String, String)>,
+    /// HTTP/2 (prior knowledge on plain TCP, ALPN over TLS) instead of HTTP/1.1.
+    pub http2: bool,
+    /// Stdio targets: the command.
+    pub command: Option<CommandSpec>,
+    /// The revision offered (handshake era) or used (2026-07-28).
+    pub protocol: Revision,
+    pub codec: Codec,
+    /// Largest response or event accepted.
+    pub max_body: usize,
+    /// Bound on connecting and on each handshake step.
+    pub timeout: Duration,
+}
+
+/// Per-request data that depends only on the workload entry.
+#[derive(Debug, Clone, Default)]
+pub struct CallSpec {
+    pub method: String,
+    /// `params.name` of `tools/call`.
+    pub name: Option<String>,
+    /// 2026-07-28 over HTTP/1.1: pre-rendered `Mcp-Method` / `Mcp-Name` header lines.
+    pub h1_headers: Vec<u8>,
+}
+
+/// The end of one exchange.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply {
+    pub outcome: Outcome,
+    /// When the response was complete (the latency end point).
+    pub done: Instant,
+    /// First event of a streamed response (SSE event, progress notification).
+    pub first_event: Option<Instant>,
+    /// Events received for this request before and including its response.
+    pub events: u32,
+    /// The response arrived as a stream of events (SSE, or notifications before it).
+    pub streamed: bool,
+    /// The server forgot the session (HTTP 404): the caller should open a new one.
+    pub session_expired: bool,
+    /// A connection (or process) was opened for this exchange.
+    pub connected: bool,
+    /// The server kept the SSE stream open after the response; the connection was dropped.
+    pub lingered: bool,
+}
+
+impl Reply {
+    pub fn new(outcome: Outcome) -> Self {
+        Reply {
+            outcome,
+            done: Instant::now(),
+            first_event: None,
+            events: 0,
+            streamed: false,
+            session_expired: false,
+            connected: false,
+            lingered: false,
+        }
+    }
+}
+
+/// One MCP session on some transport.
+///
+/// A session is opened (`initialize` + `notifications/initialized`, or `server/discover` for
+/// 2026-07-28), then carries requests one at a time from its virtual user. Sessions that share
+/// a connection (stdio and WebSocket in shared mode) multiplex internally.
+pub trait Session {
+    /// Connects if needed and performs the handshake; the reply times the handshake exchange.
+    fn open(&mut self) -> impl Future<Output = Reply>;
+    fn is_open(&self) -> bool;
+    /// The negotiated revision, once open.
+    fn revision(&self) -> Option<Revision>;
+    /// For sessions shared by several virtual users: true if this caller should open the
+    /// session now (nobody else is); false means another caller is opening it — wait with
+    /// [`Session::wait_open`] instead of opening (and recording) a second time.
+    fn claim_open(&mut self) -> bool {
+        true
+    }
+    /// Waits until a shared session's opening by another caller has finished (either way).
+    fn wait_open(&mut self) -> impl Future<Output = ()> {
+        async {}
+    }
+    /// Sends one request whose body `write` renders for the given id, and waits for the answer.
+    fn call<W: FnOnce(&mut Vec<u8>, u64)>(
+        &mut self,
+        spec: &CallSpec,
+        write: W,
+    ) -> impl Future<Output = Reply>;
+    /// After the caller gave up on the last request (timeout): tell the server to stop it —
+    /// `notifications/cancelled` in the handshake era and on stdio, closing the stream for
+    /// 2026-07-28 HTTP. Returns whether a cancellation was sent.
+    fn cancel_last(&mut self) -> impl Future<Output = bool>;
+    /// Ends the session politely (DELETE, closing stdin…), within the endpoint timeout.
+    fn close(&mut self) -> impl Future<Output = ()>;
+    /// Forgets the session (after the server expired it); the next request reopens.
+    fn reset(&mut self);
+    /// The bytes of the last response message, when the session keeps them.
+    fn last_message(&self) -> &[u8];
+}
+
+/// What a decoded message means for the request `id`: `None` if it is not a response (a
+/// notification or a server request).
+pub(crate) fn classify(m: Result<Incoming<'_>, DecodeError>, id: u64) -> Option<Outcome> {
+    match m {
+        Err(DecodeError::Json) => Some(Outcome::Protocol(ProtocolKind::BadJson)),
+        Err(DecodeError::Batch | DecodeError::Shape) => {
+            Some(Outcome::Protocol(ProtocolKind::NotJsonRpc))
+        }
+        Ok(Incoming::Result {
+            id: rid, is_error, ..
+        }) => Some(if !rid.is(id) {
+            Outcome::Protocol(ProtocolKind::WrongId)
+        } else if is_error {
+            Outcome::ToolError
+        } else {
+            Outcome::Ok
+        }),
+        Ok(Incoming::Error { id: rid, code }) => Some(match rid {
+            jsonrpc::IdRef::Null => Outcome::RpcError(code),
+            r if r.is(id) => Outcome::RpcError(code),
+            _ => Outcome::Protocol(ProtocolKind::WrongId),
+        }),
+        Ok(Incoming::Request { .. } | Incoming::Notification { .. }) => None,
+    }
+}
+
+/// Reads the negotiated revision from an `initialize` result.
+pub(crate) fn negotiated_revision(result_message: &[u8]) -> Option<Revision> {
+    serde_json::from_slice::<serde_json::Value>(result_message)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/result/protocolVersion")?
+                .as_str()?
+                .parse::<Revision>()
+                .ok()
+        })
+        .filter(|r| r.has_handshake())
+}
+
+/// Checks a `server/discover` result: does the server speak `rev`?
+pub(crate) fn discover_supports(result_message: &[u8], rev: Revision) -> bool {
+    serde_json::from_slice::<serde_json::Value>(result_message)
+        .ok()
+        .and_then(|v| v.pointer("/result/supportedVersions").cloned())
+        .and_then(|s| s.as_array().cloned())
+        .is_some_and(|list| list.iter().any(|x| x.as_str() == Some(rev.as_str())))
+}

@@ -1,126 +1,152 @@
-//! MCP client over Streamable HTTP (handshake era), on the hot-path HTTP/1.1 connection.
+//! MCP over Streamable HTTP: the handshake era (sessions made by `initialize`) and 2026-07-28
+//! (stateless: `server/discover`, `_meta` and `Mcp-*` headers on every request), over
+//! HTTP/1.1 (the hot-path client in `http1`) or HTTP/2 (hyper), plain or TLS.
 //!
-//! One `StreamableHttp` is one MCP session on one keep-alive connection (reopened when the
-//! server closes it). Requests are rendered into reused buffers: a pre-rendered head (with the
-//! session id and protocol version spliced in once per session), the `Content-Length`, and the
-//! body the caller writes. Responses are JSON or SSE; only the envelope is decoded.
+//! One `HttpSession` is one MCP session. Over HTTP/1.1 it owns one keep-alive connection
+//! (reopened when the server closes it); requests are rendered into reused buffers from a
+//! pre-rendered head. Responses are JSON or SSE; only the envelope is decoded.
 
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use super::http1::{Captured, ContentKind, Http1Conn, HttpError};
+use super::http1::{Captured, ContentKind, Http1Conn, HttpError, content_kind};
+use super::net::{self, Stream};
 use super::sse::SseDecoder;
+use super::{CallSpec, Endpoint, Reply, Session, classify, discover_supports, negotiated_revision};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
-use crate::protocol::jsonrpc::{self, Codec, DecodeError, Incoming};
+use crate::protocol::jsonrpc;
+use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 
 /// How long to wait for a server to end an SSE response stream after the response arrived
 /// before dropping the connection instead of reusing it.
 const LINGER: Duration = Duration::from_millis(200);
 
-/// Everything about the endpoint that is the same for every session.
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    pub addr: SocketAddr,
-    /// The `Host` header value.
-    pub host: String,
-    /// Path and query.
-    pub path: String,
-    /// Pre-rendered extra header lines (`Name: value\r\n`); may hold secrets.
-    pub extra_headers: Vec<u8>,
-    /// The revision offered in `initialize`.
-    pub protocol: Revision,
-    pub codec: Codec,
-    /// Largest response body or SSE event accepted.
-    pub max_body: usize,
-    pub connect_timeout: Duration,
-}
+/// Resumptions (GET with Last-Event-ID) of one response stream, at most.
+const MAX_RESUMES: u32 = 3;
 
-/// The end of one exchange, with stream metrics when the response came as SSE.
-#[derive(Debug, Clone, Copy)]
-pub struct Reply {
-    pub outcome: Outcome,
-    /// When the response was complete (the latency end point).
-    pub done: Instant,
-    /// First non-empty SSE event, for streamed responses.
-    pub first_event: Option<Instant>,
-    /// Non-empty SSE events received (including the response).
-    pub events: u32,
-    pub streamed: bool,
-    /// The server forgot the session (404): the caller should open a new one.
-    pub session_expired: bool,
-    /// A connection was opened for this exchange.
-    pub connected: bool,
-    /// The server kept the SSE stream open after the response; the connection was dropped.
-    pub lingered: bool,
+enum Conn {
+    H1(Http1Conn<Stream>),
+    H2(http2::SendRequest<Full<Bytes>>),
 }
 
 /// An MCP session over Streamable HTTP.
-#[derive(Debug)]
-pub struct StreamableHttp {
-    ep: std::sync::Arc<Endpoint>,
-    conn: Option<Http1Conn<TcpStream>>,
-    /// Request head up to and including `Content-Length: `.
+pub struct HttpSession {
+    ep: Arc<Endpoint>,
+    conn: Option<Conn>,
+    /// HTTP/1.1 request head up to the per-request headers (no `Content-Length` yet).
     head: Vec<u8>,
+    /// HTTP/2: the request URI.
+    uri: hyper::Uri,
     out: Vec<u8>,
     body: Vec<u8>,
     resp: Vec<u8>,
+    /// The answer to a server request received on a stream.
+    answer: Vec<u8>,
     sse: SseDecoder,
     captured: Captured,
     session_id: Option<Vec<u8>>,
     revision: Option<Revision>,
     next_id: u64,
+    /// The id of the last request sent (for `notifications/cancelled`).
+    last_id: Option<u64>,
     /// An exchange was interrupted (timeout, cancellation): the connection state is unknown.
     dirty: bool,
 }
 
-/// The response to `initialize` was not usable.
-#[derive(Debug, Clone, Copy)]
-pub struct OpenFailed(pub Reply);
+impl std::fmt::Debug for HttpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSession")
+            .field("revision", &self.revision)
+            .finish()
+    }
+}
 
-impl StreamableHttp {
-    pub fn new(ep: std::sync::Arc<Endpoint>) -> Self {
+/// Where the response body comes from.
+enum Body<'a> {
+    H1(&'a mut Http1Conn<Stream>),
+    H2(hyper::body::Incoming),
+    /// No body (between a stream's end and its resumption).
+    Empty,
+}
+
+impl Body<'_> {
+    async fn read<F: FnMut(&[u8]) -> ControlFlow<()>>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<ControlFlow<()>, HttpError> {
+        match self {
+            Body::H1(c) => c.read_body(sink).await,
+            Body::H2(b) => {
+                while let Some(frame) = b.frame().await {
+                    let frame = frame.map_err(|e| HttpError::Io(std::io::Error::other(e)))?;
+                    if let Some(data) = frame.data_ref()
+                        && sink(data).is_break()
+                    {
+                        return Ok(ControlFlow::Break(()));
+                    }
+                }
+                Ok(ControlFlow::Continue(()))
+            }
+            Body::Empty => Ok(ControlFlow::Continue(())),
+        }
+    }
+}
+
+struct Head {
+    status: u16,
+    content: ContentKind,
+}
+
+impl HttpSession {
+    pub fn new(ep: Arc<Endpoint>) -> Self {
         let max = ep.max_body;
-        let mut s = StreamableHttp {
+        let scheme = if ep.net.as_ref().is_some_and(|n| n.tls.is_some()) {
+            "https"
+        } else {
+            "http"
+        };
+        let uri = format!("{scheme}://{}{}", ep.host, ep.path)
+            .parse()
+            .unwrap_or_else(|_| hyper::Uri::from_static("/"));
+        let mut s = HttpSession {
             ep,
             conn: None,
             head: Vec::with_capacity(512),
+            uri,
             out: Vec::with_capacity(1024),
-            body: Vec::with_capacity(4096),
-            resp: Vec::new(),
+            body: Vec::with_capacity(1024),
+            resp: Vec::with_capacity(4096),
+            answer: Vec::new(),
             sse: SseDecoder::new(max),
             captured: Captured::default(),
             session_id: None,
             revision: None,
             next_id: 1,
+            last_id: None,
             dirty: false,
         };
         s.render_head();
         s
     }
 
-    /// The negotiated revision, once open.
-    pub fn revision(&self) -> Option<Revision> {
-        self.revision
+    fn modern(&self) -> bool {
+        !self.ep.protocol.has_handshake()
     }
 
-    pub fn is_open(&self) -> bool {
-        self.revision.is_some()
-    }
-
-    /// The bytes of the last response message (the JSON body, or the SSE event's data).
-    pub fn last_message(&self) -> &[u8] {
-        &self.resp
-    }
-
-    /// Forgets the session (after the server expired it); the next exchange reconnects.
-    pub fn reset(&mut self) {
-        self.session_id = None;
-        self.revision = None;
-        self.render_head();
+    /// The revision whose headers apply now: the negotiated one, or 2026-07-28 throughout.
+    fn header_revision(&self) -> Option<Revision> {
+        if self.modern() {
+            Some(self.ep.protocol)
+        } else {
+            self.revision
+        }
     }
 
     fn render_head(&mut self) {
@@ -139,83 +165,624 @@ impl StreamableHttp {
             h.extend_from_slice(sid);
             h.extend_from_slice(b"\r\n");
         }
-        if let Some(rev) = self.revision.filter(|r| r.sends_version_header()) {
+        let rev = if self.ep.protocol.has_handshake() {
+            self.revision
+        } else {
+            Some(self.ep.protocol)
+        };
+        if let Some(rev) = rev.filter(|r| r.sends_version_header()) {
             h.extend_from_slice(b"MCP-Protocol-Version: ");
             h.extend_from_slice(rev.as_str().as_bytes());
             h.extend_from_slice(b"\r\n");
         }
-        h.extend_from_slice(b"Content-Length: ");
     }
 
-    /// Connects, sends `initialize` and `notifications/initialized`. The reply's timing covers
-    /// the `initialize` exchange.
-    pub async fn open(&mut self) -> Result<Reply, OpenFailed> {
+    async fn connect(&mut self) -> Result<(), Outcome> {
+        let target = self.ep.net.as_ref().ok_or(Outcome::Connect)?;
+        let stream = net::connect(target).await.map_err(|_| Outcome::Connect)?;
+        let h2 = self.ep.http2 || stream.alpn() == Some(b"h2");
+        self.conn = Some(if h2 {
+            let (send, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .map_err(|_| Outcome::Connect)?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Conn::H2(send)
+        } else {
+            Conn::H1(Http1Conn::new(stream))
+        });
+        Ok(())
+    }
+
+    fn conn_usable(&self) -> bool {
+        match &self.conn {
+            Some(Conn::H1(c)) => c.is_reusable(),
+            Some(Conn::H2(s)) => !s.is_closed(),
+            None => false,
+        }
+    }
+
+    /// One POST. `expect_response` is false for notifications (202 expected). `keep` keeps the
+    /// response message in `resp`.
+    async fn exchange<W: FnOnce(&mut Vec<u8>, u64)>(
+        &mut self,
+        spec: Option<&CallSpec>,
+        expect_response: bool,
+        write: W,
+    ) -> Reply {
+        if self.dirty {
+            // An HTTP/1.1 connection interrupted mid-exchange is in an unknown state; an HTTP/2
+            // stream was reset when its future was dropped, and the connection is fine.
+            if matches!(self.conn, Some(Conn::H1(_))) {
+                self.conn = None;
+            }
+            self.dirty = false;
+        }
+        let mut connected = false;
+        if !self.conn_usable() {
+            if let Err(o) = self.connect().await {
+                return Reply::new(o);
+            }
+            connected = true;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if expect_response {
+            self.last_id = Some(id);
+        }
+        self.body.clear();
+        write(&mut self.body, id);
+        self.dirty = true;
+        let mut reply = self.round_trip(spec, id, expect_response).await;
+        self.dirty = false;
+        reply.connected = connected;
+        reply
+    }
+
+    async fn round_trip(
+        &mut self,
+        spec: Option<&CallSpec>,
+        id: u64,
+        expect_response: bool,
+    ) -> Reply {
+        // A stream resumed on another connection (GET with Last-Event-ID) reads from here.
+        let mut resumed: Option<Http1Conn<Stream>> = None;
+        let mut resumes = 0;
+        let header_rev = self.header_revision();
+        let (head, mut body) = match self.conn.as_mut() {
+            Some(Conn::H1(c)) => {
+                self.out.clear();
+                self.out.extend_from_slice(&self.head);
+                if let Some(s) = spec {
+                    self.out.extend_from_slice(&s.h1_headers);
+                }
+                self.out.extend_from_slice(b"Content-Length: ");
+                self.out
+                    .extend_from_slice(itoa::Buffer::new().format(self.body.len()).as_bytes());
+                self.out.extend_from_slice(b"\r\n\r\n");
+                self.out.extend_from_slice(&self.body);
+                if c.send(&self.out).await.is_err() {
+                    self.conn = None;
+                    return Reply::new(Outcome::Io);
+                }
+                match c.read_head(&mut self.captured).await {
+                    Ok(h) => (
+                        Head {
+                            status: h.status,
+                            content: h.content,
+                        },
+                        Body::H1(c),
+                    ),
+                    Err(e) => {
+                        self.conn = None;
+                        return Reply::new(http_failure(&e));
+                    }
+                }
+            }
+            Some(Conn::H2(send)) => {
+                let req = match build_h2(
+                    &self.ep,
+                    &self.uri,
+                    self.session_id.as_deref(),
+                    header_rev,
+                    spec,
+                    &self.body,
+                ) {
+                    Ok(r) => r,
+                    Err(_) => return Reply::new(Outcome::Protocol(ProtocolKind::BadHttp)),
+                };
+                match send.send_request(req).await {
+                    Ok(resp) => {
+                        let status = resp.status().as_u16();
+                        let content = resp
+                            .headers()
+                            .get("content-type")
+                            .map_or(ContentKind::Missing, |v| content_kind(v.as_bytes()));
+                        self.captured.session_id = resp
+                            .headers()
+                            .get("mcp-session-id")
+                            .map(|v| v.as_bytes().to_vec());
+                        (Head { status, content }, Body::H2(resp.into_body()))
+                    }
+                    Err(_) => {
+                        self.conn = None;
+                        return Reply::new(Outcome::Io);
+                    }
+                }
+            }
+            None => return Reply::new(Outcome::Connect),
+        };
+        if !expect_response {
+            // Notifications: 202 (or 200/204 with no JSON-RPC content) means accepted.
+            let ok = matches!(head.status, 200 | 202 | 204);
+            let drained = body.read(|_| ControlFlow::Continue(())).await;
+            let outcome = match (ok, drained) {
+                (true, Ok(_)) => Outcome::Ok,
+                (false, _) => Outcome::Http(head.status),
+                (true, Err(e)) => http_failure(&e),
+            };
+            drop(body);
+            if outcome != Outcome::Ok {
+                self.drop_if_h1();
+            }
+            return Reply::new(outcome);
+        }
+        if head.status != 200 {
+            let max = self.ep.max_body;
+            let mut seen = 0usize;
+            let drained = body
+                .read(|chunk| {
+                    seen += chunk.len();
+                    if seen > max {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                })
+                .await;
+            drop(body);
+            let mut r = Reply::new(Outcome::Http(head.status));
+            r.session_expired = head.status == 404 && self.session_id.is_some();
+            if !matches!(drained, Ok(ControlFlow::Continue(()))) {
+                self.drop_if_h1();
+            }
+            return r;
+        }
+        let reply = match head.content {
+            ContentKind::Json => {
+                read_json(
+                    &mut body,
+                    &mut self.resp,
+                    self.ep.max_body,
+                    self.ep.codec,
+                    id,
+                )
+                .await
+            }
+            ContentKind::EventStream => {
+                self.sse.reset();
+                let mut progress = SseProgress::default();
+                loop {
+                    match read_sse_part(
+                        &mut body,
+                        &mut self.sse,
+                        &mut self.resp,
+                        &mut self.answer,
+                        self.ep.codec,
+                        id,
+                        &mut progress,
+                    )
+                    .await
+                    {
+                        SsePart::Found(o) => break progress.reply(o),
+                        SsePart::TooLarge => {
+                            break progress.reply(Outcome::Protocol(ProtocolKind::TooLarge));
+                        }
+                        SsePart::Ended(Err(e)) => break progress.reply(http_failure(&e)),
+                        SsePart::ServerRequest => {
+                            // Answer on another request while this stream stays open (the server
+                            // may wait for it before it answers us). Rare: a fresh HTTP/1.1
+                            // connection each time.
+                            if !self.ep.http2
+                                && let Ok(mut side) =
+                                    side_request(&self.ep, &self.head, &self.answer).await
+                            {
+                                let _ = tokio::time::timeout(self.ep.timeout, async {
+                                    side.read_head(&mut Captured::default()).await?;
+                                    side.discard_body().await
+                                })
+                                .await;
+                            }
+                        }
+                        SsePart::Ended(Ok(())) => {
+                            // 2025-11-25 (SEP-1699): a server may close the stream after a priming
+                            // event and `retry`; resume with GET and Last-Event-ID.
+                            let resumable = self
+                                .revision
+                                .is_some_and(|r| r >= Revision::V2025_03_26 && r.has_handshake())
+                                && !self.sse.last_id().is_empty()
+                                && !self.ep.http2
+                                && resumes < MAX_RESUMES;
+                            if !resumable {
+                                break progress.reply(Outcome::Protocol(ProtocolKind::NoResponse));
+                            }
+                            resumes += 1;
+                            let wait =
+                                Duration::from_millis(self.sse.retry_ms().unwrap_or(0).min(10_000));
+                            tokio::time::sleep(wait).await;
+                            let mut get = Vec::with_capacity(self.head.len() + 64);
+                            get.extend_from_slice(b"GET ");
+                            get.extend_from_slice(self.ep.path.as_bytes());
+                            get.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+                            get.extend_from_slice(self.ep.host.as_bytes());
+                            get.extend_from_slice(b"\r\nAccept: text/event-stream\r\n");
+                            get.extend_from_slice(&self.ep.extra_headers);
+                            if let Some(sid) = &self.session_id {
+                                get.extend_from_slice(b"Mcp-Session-Id: ");
+                                get.extend_from_slice(sid);
+                                get.extend_from_slice(b"\r\n");
+                            }
+                            if let Some(r) = self.revision.filter(|r| r.sends_version_header()) {
+                                get.extend_from_slice(b"MCP-Protocol-Version: ");
+                                get.extend_from_slice(r.as_str().as_bytes());
+                                get.extend_from_slice(b"\r\n");
+                            }
+                            get.extend_from_slice(b"Last-Event-ID: ");
+                            get.extend_from_slice(self.sse.last_id());
+                            get.extend_from_slice(b"\r\n");
+                            body = Body::Empty;
+                            let mut c = match side_request(&self.ep, &get, b"").await {
+                                Ok(c) => c,
+                                Err(e) => break progress.reply(http_failure(&e)),
+                            };
+                            match c.read_head(&mut self.captured).await {
+                                Ok(h)
+                                    if h.status == 200 && h.content == ContentKind::EventStream => {
+                                }
+                                Ok(h) => break progress.reply(Outcome::Http(h.status)),
+                                Err(e) => break progress.reply(http_failure(&e)),
+                            }
+                            body = Body::H1(resumed.insert(c));
+                        }
+                    }
+                }
+            }
+            ContentKind::Other | ContentKind::Missing => {
+                Reply::new(Outcome::Protocol(ProtocolKind::BadContentType))
+            }
+        };
+        drop(body);
+        self.after_body(reply).await
+    }
+
+    fn drop_if_h1(&mut self) {
+        if matches!(self.conn, Some(Conn::H1(_))) {
+            self.conn = None;
+        }
+    }
+
+    /// Leaves an HTTP/1.1 connection reusable: finish a body the server is still sending
+    /// (briefly), or drop the connection.
+    async fn after_body(&mut self, mut reply: Reply) -> Reply {
+        if let Some(Conn::H1(c)) = self.conn.as_mut() {
+            if c.body_pending() {
+                match tokio::time::timeout(LINGER, c.discard_body()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => self.conn = None,
+                    Err(_) => {
+                        reply.lingered = true;
+                        self.conn = None;
+                    }
+                }
+            } else if !c.is_reusable() {
+                self.conn = None;
+            }
+        }
+        reply
+    }
+}
+
+/// An HTTP/2 request for the current body.
+fn build_h2(
+    ep: &Endpoint,
+    uri: &hyper::Uri,
+    session: Option<&[u8]>,
+    rev: Option<Revision>,
+    spec: Option<&CallSpec>,
+    body: &[u8],
+) -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
+    let mut b = hyper::Request::builder()
+        .method("POST")
+        .uri(uri.clone())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header(
+            "user-agent",
+            concat!("mcpbench/", env!("CARGO_PKG_VERSION")),
+        );
+    for (n, v) in &ep.headers {
+        if !n.eq_ignore_ascii_case("host") {
+            b = b.header(n.as_str(), v.as_str());
+        }
+    }
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s);
+    }
+    if let Some(r) = rev.filter(|r| r.sends_version_header()) {
+        b = b.header("mcp-protocol-version", r.as_str());
+        if !r.has_handshake()
+            && let Some(spec) = spec
+        {
+            b = b.header("mcp-method", spec.method.as_str());
+            if let Some(n) = &spec.name {
+                b = b.header("mcp-name", mcp::header_value(n));
+            }
+        }
+    }
+    b.body(Full::new(Bytes::copy_from_slice(body)))
+}
+
+async fn read_json(
+    body: &mut Body<'_>,
+    resp: &mut Vec<u8>,
+    max: usize,
+    codec: jsonrpc::Codec,
+    id: u64,
+) -> Reply {
+    resp.clear();
+    let mut too_large = false;
+    let r = body
+        .read(|chunk| {
+            if resp.len() + chunk.len() > max {
+                too_large = true;
+                return ControlFlow::Break(());
+            }
+            resp.extend_from_slice(chunk);
+            ControlFlow::Continue(())
+        })
+        .await;
+    let done = Instant::now();
+    let outcome = match r {
+        Err(e) => http_failure(&e),
+        Ok(_) if too_large => Outcome::Protocol(ProtocolKind::TooLarge),
+        Ok(_) => classify(jsonrpc::decode(codec, resp), id)
+            .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse)),
+    };
+    Reply {
+        done,
+        ..Reply::new(outcome)
+    }
+}
+
+/// How far an SSE response got.
+#[derive(Default)]
+struct SseProgress {
+    first_event: Option<Instant>,
+    events: u32,
+}
+
+impl SseProgress {
+    fn reply(&self, outcome: Outcome) -> Reply {
+        Reply {
+            first_event: self.first_event,
+            events: self.events,
+            streamed: true,
+            ..Reply::new(outcome)
+        }
+    }
+}
+
+/// Where reading an SSE response stopped.
+enum SsePart {
+    /// The response to our request arrived.
+    Found(Outcome),
+    /// The server sent a request (e.g. `ping`); its answer is in the answer buffer.
+    ServerRequest,
+    /// The stream ended (or broke) without our response.
+    Ended(Result<(), HttpError>),
+    TooLarge,
+}
+
+/// Reads events until the response, a server request, or the end of the stream. Resumable:
+/// the decoder and body keep their state between calls.
+async fn read_sse_part(
+    body: &mut Body<'_>,
+    sse: &mut SseDecoder,
+    resp: &mut Vec<u8>,
+    answer: &mut Vec<u8>,
+    codec: jsonrpc::Codec,
+    id: u64,
+    progress: &mut SseProgress,
+) -> SsePart {
+    let mut found: Option<Outcome> = None;
+    let mut server_request = false;
+    let mut too_large = false;
+    let r = body
+        .read(|chunk| {
+            let flow = sse.feed(chunk, |ev| {
+                if ev.data.is_empty() || !ev.is_message() {
+                    return ControlFlow::Continue(());
+                }
+                progress.events += 1;
+                progress.first_event.get_or_insert_with(Instant::now);
+                resp.clear();
+                resp.extend_from_slice(ev.data);
+                let decoded = jsonrpc::decode(codec, ev.data);
+                if let Ok(jsonrpc::Incoming::Request { id: rid, method }) = &decoded {
+                    let raw = match rid {
+                        jsonrpc::IdRef::Num(n) => n.to_string(),
+                        jsonrpc::IdRef::Str(s) => {
+                            serde_json::to_string(s).unwrap_or_else(|_| "null".into())
+                        }
+                        _ => "null".into(),
+                    };
+                    answer.clear();
+                    if method == "ping" {
+                        mcp::write_empty_result(answer, &raw);
+                    } else {
+                        mcp::write_method_not_found(answer, &raw);
+                    }
+                    server_request = true;
+                    return ControlFlow::Break(());
+                }
+                match classify(decoded, id) {
+                    Some(o) => {
+                        found = Some(o);
+                        ControlFlow::Break(())
+                    }
+                    None => ControlFlow::Continue(()),
+                }
+            });
+            match flow {
+                Ok(f) => f,
+                Err(_) => {
+                    too_large = true;
+                    ControlFlow::Break(())
+                }
+            }
+        })
+        .await;
+    if too_large {
+        return SsePart::TooLarge;
+    }
+    if let Some(o) = found {
+        return SsePart::Found(o);
+    }
+    if server_request {
+        return SsePart::ServerRequest;
+    }
+    SsePart::Ended(r.map(|_| ()))
+}
+
+/// Sends one message on a fresh HTTP/1.1 connection (answers to server requests, resumption
+/// GETs): rare, so simplicity beats reuse.
+async fn side_request(
+    ep: &Endpoint,
+    head: &[u8],
+    body: &[u8],
+) -> Result<Http1Conn<Stream>, HttpError> {
+    let target = ep.net.as_ref().ok_or(HttpError::Closed)?;
+    let stream = net::connect(target)
+        .await
+        .map_err(|e| HttpError::Io(std::io::Error::other(e.to_string())))?;
+    let mut conn = Http1Conn::new(stream);
+    let mut req = Vec::with_capacity(head.len() + body.len() + 32);
+    req.extend_from_slice(head);
+    if !body.is_empty() || head.starts_with(b"POST") {
+        req.extend_from_slice(b"Content-Length: ");
+        req.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"\r\n");
+    req.extend_from_slice(body);
+    conn.send(&req).await?;
+    Ok(conn)
+}
+
+fn http_failure(e: &HttpError) -> Outcome {
+    match e {
+        HttpError::Io(_) | HttpError::Closed => Outcome::Io,
+        HttpError::Malformed(_) | HttpError::HeadTooLarge => {
+            Outcome::Protocol(ProtocolKind::BadHttp)
+        }
+    }
+}
+
+impl Session for HttpSession {
+    async fn open(&mut self) -> Reply {
         self.session_id = None;
         self.revision = None;
         self.render_head();
-        let protocol = self.ep.protocol;
+        let rev = self.ep.protocol;
+        if !rev.has_handshake() {
+            let spec = CallSpec {
+                method: "server/discover".into(),
+                name: None,
+                h1_headers: mcp::modern_headers("server/discover", None),
+            };
+            let reply = self
+                .exchange(Some(&spec), true, |out, id| {
+                    mcp::write_discover(out, id, rev)
+                })
+                .await;
+            if reply.outcome != Outcome::Ok {
+                return reply;
+            }
+            if !discover_supports(&self.resp, rev) {
+                return Reply {
+                    outcome: Outcome::Protocol(ProtocolKind::Handshake),
+                    ..reply
+                };
+            }
+            self.revision = Some(rev);
+            return reply;
+        }
         let reply = self
-            .exchange(true, |out, id| {
-                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-                out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-                out.extend_from_slice(br#","method":"initialize","params":{"protocolVersion":""#);
-                out.extend_from_slice(protocol.as_str().as_bytes());
-                out.extend_from_slice(
-                    br#"","capabilities":{},"clientInfo":{"name":"mcpbench","version":""#,
-                );
-                out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-                out.extend_from_slice(br#""}}}"#);
-            })
+            .exchange(None, true, |out, id| mcp::write_initialize(out, id, rev))
             .await;
         if reply.outcome != Outcome::Ok {
-            return Err(OpenFailed(reply));
+            return reply;
         }
-        let negotiated = serde_json::from_slice::<serde_json::Value>(&self.resp)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/result/protocolVersion")?
-                    .as_str()?
-                    .parse::<Revision>()
-                    .ok()
-            })
-            .filter(|r| r.has_handshake());
-        let Some(rev) = negotiated else {
-            return Err(OpenFailed(Reply {
+        let Some(negotiated) = negotiated_revision(&self.resp) else {
+            return Reply {
                 outcome: Outcome::Protocol(ProtocolKind::Handshake),
                 ..reply
-            }));
+            };
         };
         self.session_id = self.captured.session_id.take();
-        self.revision = Some(rev);
+        self.revision = Some(negotiated);
         self.render_head();
         let note = self
-            .exchange(false, |out, _| {
-                out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            })
+            .exchange(None, false, |out, _| mcp::write_initialized(out))
             .await;
         if note.outcome != Outcome::Ok {
             self.revision = None;
-            return Err(OpenFailed(Reply {
+            return Reply {
                 outcome: note.outcome,
                 ..reply
-            }));
+            };
         }
-        Ok(reply)
+        reply
     }
 
-    /// Sends one request whose body `write` renders for the given id, and waits for its
-    /// response.
+    fn is_open(&self) -> bool {
+        self.revision.is_some()
+    }
+
+    fn revision(&self) -> Option<Revision> {
+        self.revision
+    }
+
     #[inline]
-    pub async fn call<W: FnOnce(&mut Vec<u8>, u64)>(&mut self, write: W) -> Reply {
-        self.exchange(true, write).await
+    async fn call<W: FnOnce(&mut Vec<u8>, u64)>(&mut self, spec: &CallSpec, write: W) -> Reply {
+        self.exchange(Some(spec), true, write).await
     }
 
-    /// Ends the session: `DELETE` with the session id (405 and errors are fine), then closes.
-    pub async fn close(&mut self, timeout: Duration) {
-        if let (Some(sid), Some(conn)) = (
-            &self.session_id,
-            self.conn.as_mut().filter(|c| c.is_reusable()),
-        ) {
+    async fn cancel_last(&mut self) -> bool {
+        // 2026-07-28: closing the response stream is the cancellation, and the connection of a
+        // timed-out request is never reused (`dirty`).
+        if self.modern() || !self.is_open() {
+            return false;
+        }
+        let Some(id) = self.last_id.take() else {
+            return false;
+        };
+        let timeout = self.ep.timeout;
+        tokio::time::timeout(
+            timeout,
+            self.exchange(None, false, |out, _| mcp::write_cancelled(out, id)),
+        )
+        .await
+        .is_ok_and(|r| r.outcome == Outcome::Ok)
+    }
+
+    async fn close(&mut self) {
+        let timeout = self.ep.timeout.min(Duration::from_secs(1));
+        if let (Some(sid), Some(Conn::H1(conn))) =
+            (&self.session_id, self.conn.as_mut().filter(|_| !self.dirty))
+            && conn.is_reusable()
+        {
             let mut req = Vec::with_capacity(256);
             req.extend_from_slice(b"DELETE ");
             req.extend_from_slice(self.ep.path.as_bytes());
@@ -238,278 +805,14 @@ impl StreamableHttp {
         self.session_id = None;
         self.revision = None;
     }
-}
 
-fn reply(outcome: Outcome) -> Reply {
-    Reply {
-        outcome,
-        done: Instant::now(),
-        first_event: None,
-        events: 0,
-        streamed: false,
-        session_expired: false,
-        connected: false,
-        lingered: false,
-    }
-}
-
-impl StreamableHttp {
-    async fn connect(&mut self) -> Result<(), Outcome> {
-        let stream =
-            match tokio::time::timeout(self.ep.connect_timeout, TcpStream::connect(self.ep.addr))
-                .await
-            {
-                Ok(Ok(s)) => s,
-                Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
-            };
-        let _ = stream.set_nodelay(true);
-        self.conn = Some(Http1Conn::new(stream));
-        Ok(())
+    fn reset(&mut self) {
+        self.session_id = None;
+        self.revision = None;
+        self.render_head();
     }
 
-    /// One POST. `expect_response` is false for notifications (202 expected).
-    async fn exchange<W: FnOnce(&mut Vec<u8>, u64)>(
-        &mut self,
-        expect_response: bool,
-        write: W,
-    ) -> Reply {
-        if self.dirty {
-            self.conn = None;
-            self.dirty = false;
-        }
-        let mut connected = false;
-        if !self.conn.as_ref().is_some_and(|c| c.is_reusable()) {
-            if let Err(o) = self.connect().await {
-                return reply(o);
-            }
-            connected = true;
-        }
-        let id = self.next_id;
-        self.next_id += 1;
-        self.body.clear();
-        write(&mut self.body, id);
-        self.out.clear();
-        self.out.extend_from_slice(&self.head);
-        self.out
-            .extend_from_slice(itoa::Buffer::new().format(self.body.len()).as_bytes());
-        self.out.extend_from_slice(b"\r\n\r\n");
-        self.out.extend_from_slice(&self.body);
-
-        self.dirty = true;
-        let mut reply = self.round_trip(id, expect_response).await;
-        self.dirty = false;
-        reply.connected = connected;
-        if !self
-            .conn
-            .as_ref()
-            .is_some_and(|c| c.is_reusable() || c.body_pending())
-        {
-            self.conn = None;
-        }
-        reply
-    }
-
-    async fn round_trip(&mut self, id: u64, expect_response: bool) -> Reply {
-        let conn = self.conn.as_mut().expect("connected above");
-        if conn.send(&self.out).await.is_err() {
-            self.conn = None;
-            return reply(Outcome::Io);
-        }
-        let head = match conn.read_head(&mut self.captured).await {
-            Ok(h) => h,
-            Err(e) => return reply(http_failure(&e)),
-        };
-        if !expect_response {
-            // Notifications: 202 (or 200/204 with no JSON-RPC content) means accepted.
-            let ok = matches!(head.status, 200 | 202 | 204);
-            let drained = conn.discard_body().await;
-            let outcome = match (ok, drained) {
-                (true, Ok(())) => Outcome::Ok,
-                (false, _) => Outcome::Http(head.status),
-                (true, Err(e)) => http_failure(&e),
-            };
-            return reply(outcome);
-        }
-        if head.status != 200 {
-            let drained = bounded_discard(conn, self.ep.max_body).await;
-            let mut r = reply(Outcome::Http(head.status));
-            r.session_expired = head.status == 404 && self.session_id.is_some();
-            if drained.is_err() {
-                self.conn = None;
-            }
-            return r;
-        }
-        match head.content {
-            ContentKind::Json => self.read_json(id).await,
-            ContentKind::EventStream => self.read_sse(id).await,
-            ContentKind::Other | ContentKind::Missing => {
-                self.conn = None;
-                reply(Outcome::Protocol(ProtocolKind::BadContentType))
-            }
-        }
-    }
-
-    async fn read_json(&mut self, id: u64) -> Reply {
-        let conn = self.conn.as_mut().expect("connected");
-        self.resp.clear();
-        let max = self.ep.max_body;
-        let mut too_large = false;
-        let resp = &mut self.resp;
-        let r = conn
-            .read_body(|chunk| {
-                if resp.len() + chunk.len() > max {
-                    too_large = true;
-                    return ControlFlow::Break(());
-                }
-                resp.extend_from_slice(chunk);
-                ControlFlow::Continue(())
-            })
-            .await;
-        let done = Instant::now();
-        let outcome = match r {
-            Err(e) => http_failure(&e),
-            Ok(_) if too_large => {
-                self.conn = None;
-                Outcome::Protocol(ProtocolKind::TooLarge)
-            }
-            Ok(_) => classify(jsonrpc::decode(self.ep.codec, &mut self.resp), id)
-                .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse)),
-        };
-        Reply {
-            done,
-            ..reply(outcome)
-        }
-    }
-
-    async fn read_sse(&mut self, id: u64) -> Reply {
-        let conn = self.conn.as_mut().expect("connected");
-        self.sse.reset();
-        let codec = self.ep.codec;
-        let mut found: Option<Outcome> = None;
-        let mut first_event = None;
-        let mut events = 0u32;
-        let mut sse_error = false;
-        let sse = &mut self.sse;
-        let resp = &mut self.resp;
-        resp.clear();
-        let r = conn
-            .read_body(|chunk| {
-                let flow = sse.feed(chunk, |ev| {
-                    if ev.data.is_empty() || !ev.is_message() {
-                        return ControlFlow::Continue(());
-                    }
-                    events += 1;
-                    first_event.get_or_insert_with(Instant::now);
-                    resp.clear();
-                    resp.extend_from_slice(ev.data);
-                    match classify(jsonrpc::decode(codec, ev.data), id) {
-                        Some(o) => {
-                            found = Some(o);
-                            ControlFlow::Break(())
-                        }
-                        None => ControlFlow::Continue(()),
-                    }
-                });
-                match flow {
-                    Ok(f) => f,
-                    Err(_) => {
-                        sse_error = true;
-                        ControlFlow::Break(())
-                    }
-                }
-            })
-            .await;
-        let done = Instant::now();
-        let base = Reply {
-            done,
-            first_event,
-            events,
-            streamed: true,
-            ..reply(Outcome::Ok)
-        };
-        if sse_error {
-            self.conn = None;
-            return Reply {
-                outcome: Outcome::Protocol(ProtocolKind::TooLarge),
-                ..base
-            };
-        }
-        let outcome = match (r, found) {
-            (_, Some(o)) => o,
-            (Err(e), None) => http_failure(&e),
-            (Ok(_), None) => Outcome::Protocol(ProtocolKind::NoResponse),
-        };
-        // The server SHOULD end the stream after the response; give it a moment, then give up
-        // on reusing the connection.
-        let mut lingered = false;
-        if let Some(conn) = self.conn.as_mut().filter(|c| c.body_pending()) {
-            match tokio::time::timeout(LINGER, conn.discard_body()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => self.conn = None,
-                Err(_) => {
-                    lingered = true;
-                    self.conn = None;
-                }
-            }
-        }
-        Reply {
-            outcome,
-            lingered,
-            ..base
-        }
-    }
-}
-
-/// Discards a body of bounded size (error bodies); larger bodies poison the connection.
-async fn bounded_discard(conn: &mut Http1Conn<TcpStream>, max: usize) -> Result<(), ()> {
-    let mut seen = 0usize;
-    let r = conn
-        .read_body(|chunk| {
-            seen += chunk.len();
-            if seen > max {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })
-        .await;
-    match r {
-        Ok(ControlFlow::Continue(())) => Ok(()),
-        _ => Err(()),
-    }
-}
-
-fn http_failure(e: &HttpError) -> Outcome {
-    match e {
-        HttpError::Io(_) | HttpError::Closed => Outcome::Io,
-        HttpError::Malformed(_) | HttpError::HeadTooLarge => {
-            Outcome::Protocol(ProtocolKind::BadHttp)
-        }
-    }
-}
-
-/// The outcome a decoded message gives the request `id`; `None` if the message is not a
-/// response (a notification or a server request preceding it on a stream).
-fn classify(m: Result<Incoming<'_>, DecodeError>, id: u64) -> Option<Outcome> {
-    match m {
-        Err(DecodeError::Json) => Some(Outcome::Protocol(ProtocolKind::BadJson)),
-        Err(DecodeError::Batch | DecodeError::Shape) => {
-            Some(Outcome::Protocol(ProtocolKind::NotJsonRpc))
-        }
-        Ok(Incoming::Result {
-            id: rid, is_error, ..
-        }) => Some(if !rid.is(id) {
-            Outcome::Protocol(ProtocolKind::WrongId)
-        } else if is_error {
-            Outcome::ToolError
-        } else {
-            Outcome::Ok
-        }),
-        Ok(Incoming::Error { id: rid, code }) => Some(match rid {
-            jsonrpc::IdRef::Null => Outcome::RpcError(code),
-            r if r.is(id) => Outcome::RpcError(code),
-            _ => Outcome::Protocol(ProtocolKind::WrongId),
-        }),
-        Ok(Incoming::Request { .. } | Incoming::Notification { .. }) => None,
+    fn last_message(&self) -> &[u8] {
+        &self.resp
     }
 }

@@ -21,6 +21,14 @@ pub const TOOLS: &[&str] = &[
     "toolerror",
 ];
 
+/// Tools that behave correctly in unusual ways the client must handle: a stream closed after a
+/// priming event and resumed by GET with Last-Event-ID, and a server `ping` that must be
+/// answered before the response comes.
+pub const UNUSUAL: &[&str] = &["resume", "pingfirst"];
+
+static PING_ANSWERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static PING_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// The server runs until dropped.
 pub struct Broken {
     pub addr: SocketAddr,
@@ -73,7 +81,7 @@ pub fn start() -> Broken {
     }
 }
 
-async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
@@ -85,7 +93,7 @@ async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
             if buf.len() >= end + 4 + len {
                 let body = buf[end + 4..end + 4 + len].to_vec();
                 buf.drain(..end + 4 + len);
-                return Some(body);
+                return Some((head, body));
             }
         }
         let mut chunk = [0u8; 4096];
@@ -102,8 +110,39 @@ fn json_response(body: &str, extra: &str) -> Vec<u8> {
 
 async fn conn(mut s: TcpStream) {
     let mut buf = Vec::new();
-    while let Some(body) = read_request(&mut s, &mut buf).await {
+    while let Some((head, body)) = read_request(&mut s, &mut buf).await {
+        if head.starts_with("get ") {
+            // Resumption of a `resume` stream: the event id names the request.
+            let Some(id) = head
+                .lines()
+                .find_map(|l| l.strip_prefix("last-event-id:"))
+                .and_then(|v| v.trim().strip_prefix("ev-"))
+                .map(str::to_string)
+            else {
+                let _ = s
+                    .write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+                continue;
+            };
+            let ev = format!(
+                "id: ev-{id}-2\nevent: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n"
+            );
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{ev}",
+                ev.len()
+            );
+            let _ = s.write_all(reply.as_bytes()).await;
+            continue;
+        }
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        if v.get("result").is_some() && v["id"] == "srv-ping" {
+            PING_ANSWERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            PING_NOTIFY.notify_waiters();
+            let _ = s
+                .write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+                .await;
+            continue;
+        }
         let id = v["id"].clone();
         let method = v["method"].as_str().unwrap_or_default();
         let reply: Vec<u8> = match method {
@@ -113,7 +152,7 @@ async fn conn(mut s: TcpStream) {
             ),
             m if m.starts_with("notifications/") => b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(),
             "tools/list" => {
-                let tools: Vec<String> = TOOLS.iter().map(|t| format!(r#"{{"name":"{t}","inputSchema":{{"type":"object"}}}}"#)).collect();
+                let tools: Vec<String> = TOOLS.iter().chain(UNUSUAL).map(|t| format!(r#"{{"name":"{t}","inputSchema":{{"type":"object"}}}}"#)).collect();
                 json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{}]}}}}"#, tools.join(",")), "")
             }
             "tools/call" => match v["params"]["name"].as_str().unwrap_or_default() {
@@ -137,6 +176,34 @@ async fn conn(mut s: TcpStream) {
                 "truncated" => {
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":").await;
                     return;
+                }
+                "resume" => {
+                    // Priming event with an id and a retry, then the connection closes.
+                    let ev = format!("id: ev-{id}\nretry: 5\ndata:\n\n");
+                    let reply = format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{ev}", ev.len());
+                    let _ = s.write_all(reply.as_bytes()).await;
+                    return;
+                }
+                "pingfirst" => {
+                    // A server request first; the response only once the client answered it.
+                    // (Read the counter before sending the ping: the answer can be quick.)
+                    let before = PING_ANSWERS.load(std::sync::atomic::Ordering::Relaxed);
+                    let ping = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-ping\",\"method\":\"ping\"}\n\n";
+                    let _ = s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{ping}\r\n", ping.len()).as_bytes()).await;
+                                        let answered = async {
+                        while PING_ANSWERS.load(std::sync::atomic::Ordering::Relaxed) == before {
+                            let n = PING_NOTIFY.notified();
+                            if PING_ANSWERS.load(std::sync::atomic::Ordering::Relaxed) != before {
+                                break;
+                            }
+                            n.await;
+                        }
+                    };
+                    if tokio::time::timeout(Duration::from_secs(2), answered).await.is_err() {
+                        return;
+                    }
+                    let ev = format!("event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n");
+                    format!("{:x}\r\n{ev}\r\n0\r\n\r\n", ev.len()).into_bytes()
                 }
                 "ssenoresp" => {
                     let ev = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";

@@ -210,3 +210,278 @@ pub fn dead_port() -> u16 {
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// A self-signed certificate for `localhost` and `127.0.0.1`, minted now with rcgen and written
+/// as PEM into `dir`: (certificate path, private key path). No key material is committed.
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("self-signed certificate");
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// The reference server with `config` (and a mock backend) on 127.0.0.1:0.
+pub fn launch(config: mcpbench::server::Config) -> EmbeddedServers {
+    EmbeddedServers::launch(mcpbench::server::Launch {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        config,
+        backend: mock_backend::Config::default(),
+        threads: 2,
+    })
+    .expect("embedded servers start")
+}
+
+/// How long a test waits for something that should happen before it declares a hang.
+pub const HANG: Duration = Duration::from_secs(30);
+
+/// Polls `cond` until it holds; panics (naming `what`) if it still doesn't after [`HANG`].
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < HANG, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `_meta` every 2026-07-28 request carries.
+pub const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// One SSE event (or a run of comment lines) read off a stream.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: String,
+    pub id: Option<String>,
+    /// `data` lines joined with `\n`; `None` when the event had no data line.
+    pub data: Option<String>,
+    pub comments: Vec<String>,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.data.as_deref().expect("data")).expect("event data is JSON")
+    }
+}
+
+/// An HTTP/1.1 response read incrementally (chunked or not): for SSE streams that stay open.
+pub struct Streamed {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    reader: std::io::BufReader<TcpStream>,
+    framing: Framing,
+    buf: Vec<u8>,
+    ended: bool,
+}
+
+enum Framing {
+    Chunked { left: usize },
+    Length(usize),
+    UntilClose,
+}
+
+impl Streamed {
+    /// Sends one request (with `Connection: close`) and reads the response head.
+    pub fn open(
+        addr: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Streamed {
+        use std::io::BufRead;
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(HANG)).unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (n, v) in headers {
+            req.push_str(&format!("{n}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let mut reader = std::io::BufReader::new(s);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status = line
+            .split(' ')
+            .nth(1)
+            .expect("status line")
+            .parse()
+            .unwrap();
+        let mut headers = HashMap::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((n, v)) = l.split_once(':') {
+                headers.insert(n.trim().to_ascii_lowercase(), v.trim().to_string());
+            }
+        }
+        let framing = if headers
+            .get("transfer-encoding")
+            .is_some_and(|t| t.contains("chunked"))
+        {
+            Framing::Chunked { left: 0 }
+        } else if let Some(n) = headers.get("content-length") {
+            Framing::Length(n.parse().unwrap())
+        } else {
+            Framing::UntilClose
+        };
+        Streamed {
+            status,
+            headers,
+            reader,
+            framing,
+            buf: Vec::new(),
+            ended: false,
+        }
+    }
+
+    /// POSTs `body` to `/mcp` with the standard MCP headers plus `extra`.
+    pub fn post(addr: SocketAddr, extra: &[(&str, &str)], body: &str) -> Streamed {
+        let mut h: Vec<(&str, &str)> = MCP_HEADERS.to_vec();
+        h.extend_from_slice(extra);
+        Streamed::open(addr, "POST", "/mcp", &h, body.as_bytes())
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    /// Reads more body bytes into the buffer; false at the end of the body.
+    fn fill(&mut self) -> bool {
+        use std::io::BufRead;
+        if self.ended {
+            return false;
+        }
+        let mut chunk = [0u8; 4096];
+        match &mut self.framing {
+            Framing::Chunked { left } => {
+                if *left == 0 {
+                    let mut line = String::new();
+                    if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        self.ended = true;
+                        return false;
+                    }
+                    if line.trim().is_empty() {
+                        // The CRLF after the previous chunk.
+                        line.clear();
+                        if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            self.ended = true;
+                            return false;
+                        }
+                    }
+                    let size = usize::from_str_radix(line.trim().split(';').next().unwrap(), 16)
+                        .unwrap_or_else(|_| panic!("chunk size line {line:?}"));
+                    if size == 0 {
+                        self.ended = true;
+                        return false;
+                    }
+                    *left = size;
+                }
+                let want = (*left).min(chunk.len());
+                let n = self.reader.read(&mut chunk[..want]).expect("read chunk");
+                if n == 0 {
+                    self.ended = true;
+                    return false;
+                }
+                *left -= n;
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Framing::Length(left) => {
+                if *left == 0 {
+                    self.ended = true;
+                    return false;
+                }
+                let want = (*left).min(chunk.len());
+                let n = self.reader.read(&mut chunk[..want]).expect("read body");
+                if n == 0 {
+                    self.ended = true;
+                    return false;
+                }
+                *left -= n;
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Framing::UntilClose => {
+                let n = self.reader.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    self.ended = true;
+                    return false;
+                }
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+        }
+    }
+
+    /// The whole remaining body.
+    pub fn rest(&mut self) -> Vec<u8> {
+        while self.fill() {}
+        std::mem::take(&mut self.buf)
+    }
+
+    /// The next SSE event (comment-only blocks included), or `None` at the end of the stream.
+    pub fn next_event(&mut self) -> Option<SseEvent> {
+        let mut ev = SseEvent::default();
+        let mut any = false;
+        loop {
+            let Some(nl) = self.buf.iter().position(|&b| b == b'\n') else {
+                if !self.fill() {
+                    return None;
+                }
+                continue;
+            };
+            let line: Vec<u8> = self.buf.drain(..=nl).collect();
+            let line = String::from_utf8(line).expect("UTF-8 event stream");
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if any {
+                    return Some(ev);
+                }
+                continue;
+            }
+            any = true;
+            if let Some(c) = line.strip_prefix(':') {
+                ev.comments.push(c.trim().to_string());
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => ev.event = value.to_string(),
+                "id" => ev.id = Some(value.to_string()),
+                "data" => {
+                    ev.data = Some(match ev.data.take() {
+                        Some(d) => format!("{d}\n{value}"),
+                        None => value.to_string(),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The next event that carries a JSON-RPC message (skips comments and priming events).
+    pub fn next_message(&mut self) -> Option<serde_json::Value> {
+        loop {
+            let ev = self.next_event()?;
+            if ev.data.as_deref().is_some_and(|d| !d.is_empty())
+                && (ev.event.is_empty() || ev.event == "message")
+            {
+                return Some(ev.json());
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! One MCP session over an ordered stream of messages: stdio, a WebSocket, or a legacy
+//! HTTP+SSE session. The transport hands each received frame to [`Conn::receive`] and writes
+//! what comes back, plus everything sent on the connection's [`Sink`] (responses of calls that
+//! ran on their own task, and progress notifications), through a single writer.
+//!
+//! Lifecycle is the handshake era's (`initialize` first, `ping` allowed before it); a request
+//! whose `_meta` carries `io.modelcontextprotocol/protocolVersion` is handled statelessly as
+//! 2026-07-28 instead, whatever the connection negotiated. `tools/call` runs on a task of its
+//! own, registered so `notifications/cancelled` can stop it; everything else is answered at
+//! once, in order.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+
+use super::State;
+use super::cancel::InFlight;
+use super::dispatch::{
+    Kind, MODERN, Params, Peer, Pending, Sink, check_modern, error_body, is_batch, on_notification,
+    parse, rejection_body, write_array,
+};
+use crate::protocol::jsonrpc::code;
+use crate::protocol::version::Revision;
+
+/// What to do with a received frame.
+#[derive(Debug)]
+pub enum Received {
+    /// Nothing to write now (a notification, or a call running on its own task).
+    Nothing,
+    /// Write this response.
+    Reply(Bytes),
+    /// The frame is not a JSON-RPC message this server can handle: write this error response
+    /// (an HTTP transport may answer 400 with it instead).
+    Invalid(Bytes),
+}
+
+/// The session of one connection.
+#[derive(Debug)]
+pub struct Conn {
+    state: Arc<State>,
+    out: Sink,
+    revision: OnceLock<Revision>,
+    initialized: AtomicBool,
+    inflight: Arc<InFlight>,
+}
+
+impl Conn {
+    /// A session whose asynchronous output goes to `out`.
+    pub fn new(state: Arc<State>, out: Sink) -> Arc<Self> {
+        Arc::new(Conn {
+            state,
+            out,
+            revision: OnceLock::new(),
+            initialized: AtomicBool::new(false),
+            inflight: InFlight::new(),
+        })
+    }
+
+    /// The writer's channel.
+    pub fn sink(&self) -> &Sink {
+        &self.out
+    }
+
+    /// The revision `initialize` negotiated.
+    pub fn revision(&self) -> Option<Revision> {
+        self.revision.get().copied()
+    }
+
+    /// The session's cancellable calls (cancel them all when the output is gone).
+    pub fn inflight(&self) -> &Arc<InFlight> {
+        &self.inflight
+    }
+
+    /// Calls running on their own tasks.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Completes once no call is running.
+    pub async fn idle(&self) {
+        self.inflight.idle().await;
+    }
+
+    /// The connection is gone: stop every call (their responses would have nowhere to go).
+    pub fn close(&self) {
+        self.inflight.cancel_all();
+    }
+
+    fn peer(&self, rev: Revision) -> Peer<'_> {
+        Peer {
+            rev,
+            initialized: &self.initialized,
+            inflight: &self.inflight,
+        }
+    }
+
+    /// Handles one frame (a line, a text frame, a POST body).
+    pub fn receive(self: &Arc<Self>, frame: Bytes) -> Received {
+        if is_batch(&frame) {
+            return self.batch(frame);
+        }
+        let msg = match parse(&frame) {
+            Ok(m) => m,
+            Err(r) => return Received::Invalid(rejection_body(&r).into()),
+        };
+        let kind = match msg.kind() {
+            Ok(k) => k,
+            Err(r) => return Received::Invalid(rejection_body(&r).into()),
+        };
+        let method = msg.method.as_deref().unwrap_or_default();
+        let params = Params::parse(msg.params);
+        let id = match kind {
+            Kind::Response => return Received::Nothing,
+            Kind::Notification => {
+                let rev = self.revision().unwrap_or(Revision::LATEST_HANDSHAKE);
+                on_notification(&self.peer(rev), method, params.as_ref());
+                return Received::Nothing;
+            }
+            Kind::Request { id } => id,
+        };
+        let reply = |b: Vec<u8>| Received::Reply(b.into());
+        let modern =
+            method != "initialize" && params.as_ref().and_then(Params::modern_version).is_some();
+        let rev = if modern {
+            if let Err(r) = check_modern(params.as_ref()) {
+                return reply(r.body(Some(id)));
+            }
+            MODERN
+        } else if method == "initialize" {
+            if self.revision.get().is_some() {
+                return reply(error_body(
+                    Some(id),
+                    code::INVALID_REQUEST,
+                    "Invalid Request: the session is already initialized",
+                ));
+            }
+            let (rev, out) = self.state.initialize(id, msg.params);
+            if let Some(rev) = rev {
+                // A concurrent initialize cannot happen: frames are handled in order.
+                let _ = self.revision.set(rev);
+            }
+            return reply(out);
+        } else {
+            match self.revision() {
+                Some(rev) => rev,
+                None if method == "ping" => Revision::LATEST_HANDSHAKE,
+                None => {
+                    return reply(error_body(
+                        Some(id),
+                        code::INVALID_REQUEST,
+                        "Invalid Request: send initialize first (or a 2026-07-28 request with _meta)",
+                    ));
+                }
+            }
+        };
+        match self
+            .state
+            .prepare(&self.peer(rev), rev, &frame, id, method, params.as_ref())
+        {
+            Pending::Ready(out) => reply(out),
+            call => {
+                self.spawn(vec![call], false);
+                Received::Nothing
+            }
+        }
+    }
+
+    /// A JSON-RPC batch: only in a 2025-03-26 session; one array of responses.
+    fn batch(self: &Arc<Self>, frame: Bytes) -> Received {
+        let Some(rev) = self.revision() else {
+            return Received::Invalid(
+                error_body(
+                    None,
+                    code::INVALID_REQUEST,
+                    "Invalid Request: JSON-RPC batches are only accepted in 2025-03-26 sessions",
+                )
+                .into(),
+            );
+        };
+        let items = match self.state.prepare_batch(&self.peer(rev), &frame) {
+            Ok(items) => items,
+            Err(r) => return Received::Invalid(rejection_body(&r).into()),
+        };
+        if items.is_empty() {
+            return Received::Nothing;
+        }
+        if items.iter().all(|p| matches!(p, Pending::Ready(_))) {
+            let ready: Vec<Vec<u8>> = items
+                .into_iter()
+                .filter_map(|p| match p {
+                    Pending::Ready(b) => Some(b),
+                    Pending::Call { .. } => None,
+                })
+                .collect();
+            return Received::Reply(write_array(&ready).into());
+        }
+        self.spawn(items, true);
+        Received::Nothing
+    }
+
+    /// Runs prepared calls on a task; their output goes to the writer.
+    fn spawn(self: &Arc<Self>, items: Vec<Pending>, array: bool) {
+        let conn = self.clone();
+        tokio::spawn(async move {
+            let _busy = conn.state.busy();
+            let responses = conn.state.finish_batch(items, Some(&conn.out)).await;
+            let out = match (array, responses.len()) {
+                (_, 0) => return,
+                (false, _) => responses.into_iter().next().unwrap_or_default(),
+                (true, _) => write_array(&responses),
+            };
+            let _ = conn.out.send(Bytes::from(out)).await;
+        });
+    }
+}

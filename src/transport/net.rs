@@ -1,0 +1,355 @@
+//! Connecting: TCP (with TCP_NODELAY) and TLS (rustls), as one stream type.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// The operating system's root certificates.
+    System,
+    /// Only the certificates in this PEM file (e.g. a private CA or a self-signed server).
+    CaFile(PathBuf),
+    /// Accept any certificate. For self-signed test servers only: no authentication at all.
+    Insecure,
+}
+
+/// A TLS client configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("cannot read CA file {path}: {reason}")]
+    CaFile { path: String, reason: String },
+    #[error("no usable root certificates: {0}")]
+    NoRoots(String),
+    #[error("invalid TLS server name `{0}`")]
+    ServerName(String),
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+/// What to connect to, and how.
+#[derive(Debug, Clone)]
+pub struct NetTarget {
+    pub addr: SocketAddr,
+    /// `Some` for https/wss.
+    pub tls: Option<TlsClient>,
+    pub connect_timeout: Duration,
+}
+
+/// A ready-to-use TLS client side: connector plus the name to verify.
+#[derive(Clone)]
+pub struct TlsClient {
+    connector: TlsConnector,
+    name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsClient")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl TlsClient {
+    /// `alpn` lists the protocols offered (`h2`, `http/1.1`), in preference order.
+    pub fn new(server_name: &str, trust: &Trust, alpn: &[&[u8]]) -> Result<Self, TlsSetupError> {
+        let builder = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsSetupError::Config(e.to_string()))?;
+        let mut config = match trust {
+            Trust::Insecure => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
+                .with_no_client_auth(),
+            Trust::System => {
+                let loaded = rustls_native_certs::load_native_certs();
+                let mut roots = rustls::RootCertStore::empty();
+                let (added, _) = roots.add_parsable_certificates(loaded.certs);
+                if added == 0 {
+                    return Err(TlsSetupError::NoRoots(format!(
+                        "the system store had none ({} errors)",
+                        loaded.errors.len()
+                    )));
+                }
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            Trust::CaFile(path) => builder
+                .with_root_certificates(read_roots(path)?)
+                .with_no_client_auth(),
+        };
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let host = server_name.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|_| TlsSetupError::ServerName(server_name.into()))?;
+        Ok(TlsClient {
+            connector: TlsConnector::from(Arc::new(config)),
+            name,
+        })
+    }
+}
+
+fn read_roots(path: &Path) -> Result<rustls::RootCertStore, TlsSetupError> {
+    let err = |reason: String| TlsSetupError::CaFile {
+        path: path.display().to_string(),
+        reason,
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| err(e.to_string()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(err("no certificates in it".into()));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for c in certs {
+        roots.add(c).map_err(|e| err(e.to_string()))?;
+    }
+    Ok(roots)
+}
+
+/// Certificate verification switched off (`insecure = true`); signatures are still checked so
+/// the handshake itself is sound.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A connection that failed, with what a person needs to know.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("connection to {addr} failed: {source}")]
+    Tcp { addr: SocketAddr, source: io::Error },
+    #[error("connection to {addr} timed out")]
+    Timeout { addr: SocketAddr },
+    #[error("TLS handshake with {addr} failed: {source}")]
+    Tls { addr: SocketAddr, source: io::Error },
+}
+
+/// A TCP or TLS byte stream.
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    /// The ALPN protocol the server chose, for TLS streams.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Stream::Tcp(_) => None,
+            Stream::Tls(t) => t.get_ref().1.alpn_protocol(),
+        }
+    }
+}
+
+/// Connects (and handshakes TLS) within the target's timeout.
+pub async fn connect(t: &NetTarget) -> Result<Stream, ConnectError> {
+    let addr = t.addr;
+    let tcp = match tokio::time::timeout(t.connect_timeout, TcpStream::connect(addr)).await {
+        Err(_) => return Err(ConnectError::Timeout { addr }),
+        Ok(Err(source)) => return Err(ConnectError::Tcp { addr, source }),
+        Ok(Ok(s)) => s,
+    };
+    let _ = tcp.set_nodelay(true);
+    let Some(tls) = &t.tls else {
+        return Ok(Stream::Tcp(tcp));
+    };
+    match tokio::time::timeout(
+        t.connect_timeout,
+        tls.connector.connect(tls.name.clone(), tcp),
+    )
+    .await
+    {
+        Err(_) => Err(ConnectError::Timeout { addr }),
+        Ok(Err(source)) => Err(ConnectError::Tls { addr, source }),
+        Ok(Ok(s)) => Ok(Stream::Tls(Box::new(s))),
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Tcp(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+}
+
+/// The reading half of a [`Stream`]: TCP splits without a lock; TLS needs tokio's split.
+#[derive(Debug)]
+pub enum ReadHalf {
+    Tcp(tokio::net::tcp::OwnedReadHalf),
+    Tls(tokio::io::ReadHalf<Stream>),
+}
+
+/// The writing half of a [`Stream`].
+#[derive(Debug)]
+pub enum WriteHalf {
+    Tcp(tokio::net::tcp::OwnedWriteHalf),
+    Tls(tokio::io::WriteHalf<Stream>),
+}
+
+impl Stream {
+    /// Splits for a reader task and a writer.
+    pub fn split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            Stream::Tcp(t) => {
+                let (r, w) = t.into_split();
+                (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
+            }
+            tls @ Stream::Tls(_) => {
+                let (r, w) = tokio::io::split(tls);
+                (ReadHalf::Tls(r), WriteHalf::Tls(w))
+            }
+        }
+    }
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            ReadHalf::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for WriteHalf {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            WriteHalf::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_flush(cx),
+            WriteHalf::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            WriteHalf::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
