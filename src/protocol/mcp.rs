@@ -96,6 +96,23 @@ pub fn write_method_not_found(out: &mut Vec<u8>, raw_id: &str) {
     out.extend_from_slice(br#","error":{"code":-32601,"message":"Method not found"}}"#);
 }
 
+/// The answer to a request from the server: `{}` for `ping`, -32601 for anything else (the
+/// load generator declares no client capabilities).
+pub fn answer_server_request(out: &mut Vec<u8>, id: &super::jsonrpc::IdRef<'_>, method: &str) {
+    use super::jsonrpc::IdRef;
+    let raw = match id {
+        IdRef::Num(n) => n.to_string(),
+        IdRef::Str(s) => serde_json::to_string(s).unwrap_or_else(|_| "null".into()),
+        _ => "null".into(),
+    };
+    out.clear();
+    if method == "ping" {
+        write_empty_result(out, &raw);
+    } else {
+        write_method_not_found(out, &raw);
+    }
+}
+
 /// Is `v` usable as an HTTP header value as is (2026-07-28 §3.4)? Otherwise it is sent as
 /// `=?base64?…?=`.
 fn header_safe(v: &str) -> bool {

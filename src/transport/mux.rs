@@ -254,17 +254,7 @@ impl Mux {
             }
             Ok(Incoming::Notification { method }) => method == "notifications/progress",
             Ok(Incoming::Request { id, method }) => {
-                let raw = match id {
-                    IdRef::Num(n) => n.to_string(),
-                    IdRef::Str(s) => serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
-                    _ => "null".into(),
-                };
-                answer.clear();
-                if method == "ping" {
-                    mcp::write_empty_result(answer, &raw);
-                } else {
-                    mcp::write_method_not_found(answer, &raw);
-                }
+                mcp::answer_server_request(answer, &id, &method);
                 let mut st = self.stats.get();
                 st.server_requests += 1;
                 self.stats.set(st);

@@ -151,6 +151,23 @@ impl SseDecoder {
         Ok(ControlFlow::Continue(()))
     }
 
+    /// [`SseDecoder::feed`] for use inside a body sink: a bound violation sets `too_large`
+    /// and stops the read.
+    pub fn feed_bounded<F>(
+        &mut self,
+        chunk: &[u8],
+        too_large: &mut bool,
+        on_event: F,
+    ) -> ControlFlow<()>
+    where
+        F: FnMut(SseEvent<'_>) -> ControlFlow<()>,
+    {
+        self.feed(chunk, on_event).unwrap_or_else(|_| {
+            *too_large = true;
+            ControlFlow::Break(())
+        })
+    }
+
     fn line_done<F>(
         &mut self,
         mut line: &[u8],

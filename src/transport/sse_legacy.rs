@@ -124,20 +124,13 @@ impl Connector for SseConnector {
             let mut bad = false;
             let r = get
                 .read_body(|chunk| {
-                    let flow = sse.feed(chunk, |ev| {
+                    sse.feed_bounded(chunk, &mut bad, |ev| {
                         if ev.event == b"endpoint" {
                             endpoint = std::str::from_utf8(ev.data).ok().map(str::to_string);
                             return ControlFlow::Break(());
                         }
                         ControlFlow::Continue(())
-                    });
-                    match flow {
-                        Ok(f) => f,
-                        Err(_) => {
-                            bad = true;
-                            ControlFlow::Break(())
-                        }
-                    }
+                    })
                 })
                 .await;
             match (endpoint, r) {
@@ -177,21 +170,14 @@ impl Connector for SseConnector {
                 let mut bad = false;
                 let r = get
                     .read_body(|chunk| {
-                        let flow = sse.feed(chunk, |ev| {
+                        sse.feed_bounded(chunk, &mut bad, |ev| {
                             if ev.data.is_empty() || !ev.is_message() {
                                 return ControlFlow::Continue(());
                             }
                             msg.extend_from_slice(ev.data);
                             got = true;
                             ControlFlow::Break(())
-                        });
-                        match flow {
-                            Ok(f) => f,
-                            Err(_) => {
-                                bad = true;
-                                ControlFlow::Break(())
-                            }
-                        }
+                        })
                     })
                     .await;
                 let Some(conn) = weak.upgrade() else { return };

@@ -600,7 +600,7 @@ async fn read_sse_part(
     let mut too_large = false;
     let r = body
         .read(|chunk| {
-            let flow = sse.feed(chunk, |ev| {
+            sse.feed_bounded(chunk, &mut too_large, |ev| {
                 if ev.data.is_empty() || !ev.is_message() {
                     return ControlFlow::Continue(());
                 }
@@ -610,19 +610,7 @@ async fn read_sse_part(
                 resp.extend_from_slice(ev.data);
                 let decoded = jsonrpc::decode(codec, ev.data);
                 if let Ok(jsonrpc::Incoming::Request { id: rid, method }) = &decoded {
-                    let raw = match rid {
-                        jsonrpc::IdRef::Num(n) => n.to_string(),
-                        jsonrpc::IdRef::Str(s) => {
-                            serde_json::to_string(s).unwrap_or_else(|_| "null".into())
-                        }
-                        _ => "null".into(),
-                    };
-                    answer.clear();
-                    if method == "ping" {
-                        mcp::write_empty_result(answer, &raw);
-                    } else {
-                        mcp::write_method_not_found(answer, &raw);
-                    }
+                    mcp::answer_server_request(answer, rid, method);
                     server_request = true;
                     return ControlFlow::Break(());
                 }
@@ -633,14 +621,7 @@ async fn read_sse_part(
                     }
                     None => ControlFlow::Continue(()),
                 }
-            });
-            match flow {
-                Ok(f) => f,
-                Err(_) => {
-                    too_large = true;
-                    ControlFlow::Break(())
-                }
-            }
+            })
         })
         .await;
     if too_large {
