@@ -1,4 +1,4 @@
-//! Command-line interface: `run`, `serve`, `validate`.
+//! Command-line interface: `run`, `serve`, `validate`, `probe`.
 //!
 //! Exit codes: 0 success; 1 thresholds breached or regression (reserved); 2 usage or runtime
 //! error (including an interrupted run, whose partial results are still written).
@@ -84,14 +84,57 @@ pub enum Command {
         /// The PEM private key of --tls-cert.
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// Also serve the official conformance suite's fixtures: `test_*` tools, prompts,
+        /// resources, completions and logging (the benchmark catalog is unchanged).
+        #[arg(long)]
+        conformance: bool,
     },
     /// Check a scenario file without running it.
     Validate { scenario: PathBuf },
+    /// Open one MCP session on a Streamable HTTP endpoint with mcpbench's client, list the
+    /// tools, call the ones asked for, and print one line (exit 0 ok, 1 failed, 2 usage). Under
+    /// the official conformance suite (MCP_CONFORMANCE_SCENARIO set) the scenario decides what
+    /// to call.
+    Probe {
+        /// The endpoint, e.g. http://127.0.0.1:8080/mcp.
+        url: String,
+        /// The revision to offer (handshake era) or to use (2026-07-28).
+        #[arg(long, default_value = "2025-11-25")]
+        protocol: crate::protocol::version::Revision,
+        /// A tool to call, optionally with JSON arguments: `--call echo`,
+        /// `--call 'echo={"message":"hi"}'`. Repeatable.
+        #[arg(long = "call", value_name = "TOOL[=JSON]", value_parser = crate::probe::parse_call)]
+        calls: Vec<(String, serde_json::Value)>,
+        /// An extra HTTP header, `Name: value` (repeatable).
+        #[arg(long = "header", short = 'H', value_parser = crate::probe::parse_header)]
+        headers: Vec<(String, String)>,
+        /// Bound on connecting and on each exchange.
+        #[arg(long, default_value = "10s", value_parser = crate::scenario::duration::parse)]
+        timeout: std::time::Duration,
+        /// https: accept any certificate (self-signed test servers only).
+        #[arg(long)]
+        insecure: bool,
+    },
 }
 
 /// Runs the parsed command.
 pub fn execute(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Probe {
+            url,
+            protocol,
+            calls,
+            headers,
+            timeout,
+            insecure,
+        } => crate::probe::command(crate::probe::ProbeOptions {
+            url,
+            protocol,
+            calls,
+            headers,
+            timeout,
+            insecure,
+        }),
         Command::Validate { scenario } => match scenario::load(&scenario) {
             Ok(plan) => {
                 let target = match &plan.target {
@@ -139,6 +182,22 @@ pub fn execute(cli: Cli) -> ExitCode {
             };
             let interrupt = CancellationToken::new();
             watch_ctrl_c(interrupt.clone());
+            if plan.find_max.is_some() {
+                return match driver::findmax::find_max(plan, &opts, interrupt) {
+                    Ok((report, dir)) => {
+                        print!("{}", driver::findmax::render(&report, &dir));
+                        if report.interrupted {
+                            ExitCode::from(2)
+                        } else {
+                            ExitCode::SUCCESS
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        ExitCode::from(2)
+                    }
+                };
+            }
             match driver::run(plan, &opts, interrupt) {
                 Ok(out) => {
                     print!("{}", driver::render(&out));
@@ -169,6 +228,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             stdio,
             tls_cert,
             tls_key,
+            conformance,
         } => serve(Serve {
             listen,
             backend,
@@ -179,6 +239,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             threads,
             stdio,
             tls: tls_cert.zip(tls_key),
+            conformance,
         }),
     }
 }
@@ -211,10 +272,12 @@ struct Serve {
     stdio: bool,
     /// Certificate chain and key (PEM).
     tls: Option<(PathBuf, PathBuf)>,
+    conformance: bool,
 }
 
 fn serve(o: Serve) -> ExitCode {
     let mut config = server::Config {
+        conformance: o.conformance,
         response: o.response,
         catalog: o.catalog,
         page_size: o.page_size,

@@ -3,7 +3,7 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | serve | validate
+//! cli         clap definitions: run | serve | validate | probe
 //! scenario/   TOML as written (raw) → validated Plan (plan); argument generators (args)
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
 //!             protocol revisions (version)
@@ -18,6 +18,8 @@
 //! report/     the one result model (summary) rendered as text, JSON and files
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio, tools, sessions, TLS
+//! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
+//!             called, one-line report (the conformance suite's client scenarios)
 //! ```
 //!
 //! # Data flow of `mcpbench run`
@@ -36,6 +38,7 @@
 pub mod cli;
 pub mod driver;
 pub mod metrics;
+pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod scenario;

@@ -113,6 +113,23 @@ fn stdio_misbehaviours_land_in_their_classes() {
         assert!(op.started > 0, "{tool}: never sent");
         assert_eq!(line, format!("{class} {}", op.started), "{tool}");
         assert_eq!(out.summary.totals.unaccounted, 0, "{tool}");
+        let se = &out.summary.sessions;
+        if *tool == "wrongid" {
+            assert!(
+                se.unmatched_responses > 0,
+                "wrong ids are counted, not dropped silently"
+            );
+            assert!(
+                out.summary
+                    .notes
+                    .iter()
+                    .any(|n| n.contains("matched no request")),
+                "{:?}",
+                out.summary.notes
+            );
+        } else {
+            assert_eq!(se.unmatched_responses, 0, "{tool}");
+        }
         if *tool == "stall" {
             assert!(
                 out.summary.sessions.cancels_sent > 0,

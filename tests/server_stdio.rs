@@ -259,3 +259,82 @@ fn the_binary_serves_a_session_and_exits_at_eof() {
             .any(|m| m["id"].is_null() && m["error"]["code"] == -32700)
     );
 }
+
+/// `serve --conformance` adds the conformance suite's fixtures to the catalog (and without the
+/// flag they are absent).
+#[test]
+fn the_conformance_flag_serves_the_suites_fixtures() {
+    let list = |flags: &[&str]| -> Value {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbench"))
+            .args(["serve", "--stdio"])
+            .args(flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}"#,
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let msgs: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        Value::Array(msgs)
+    };
+    let names = |msgs: &Value| -> Vec<String> {
+        let list = msgs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == 2)
+            .unwrap();
+        list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let call = |msgs: &Value| -> Value {
+        msgs.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == 3)
+            .unwrap()
+            .clone()
+    };
+    let plain = list(&[]);
+    assert!(!names(&plain).iter().any(|n| n.starts_with("test_")));
+    assert!(
+        call(&plain)
+            .get("result")
+            .is_none_or(|r| r["isError"] == true)
+    );
+    let with = list(&["--conformance"]);
+    assert!(
+        names(&with).iter().any(|n| n == "test_simple_text"),
+        "{:?}",
+        names(&with)
+    );
+    assert!(
+        names(&with).iter().any(|n| n == "echo"),
+        "the benchmark tools stay"
+    );
+    assert_eq!(
+        call(&with)["result"]["content"][0]["type"],
+        "text",
+        "{}",
+        call(&with)
+    );
+}

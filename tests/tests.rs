@@ -4,6 +4,8 @@ mod support;
 
 mod cli;
 mod e2e;
+mod interop;
+mod load_models;
 mod matrix;
 mod outcomes;
 mod reference_server;

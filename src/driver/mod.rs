@@ -1,7 +1,9 @@
 //! Running a plan: embedded servers, preflight, worker threads, collection, results.
 
+pub mod findmax;
 pub mod preflight;
 pub mod runner;
+pub mod schedule;
 pub mod workload;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -11,15 +13,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::collector::{Collector, HlogWriter, IntervalSnapshot};
+use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot};
+use crate::metrics::recorder::SessionCounts;
 use crate::protocol::jsonrpc::Codec;
 use crate::protocol::version::Revision;
 use crate::report::summary::{
-    self, Generator, LoadInfo, Operation, ScenarioInfo, Summary, TargetInfo, WarmupOperation,
+    self, Generator, LoadInfo, Operation, ProfileInfo, ScenarioInfo, StageInfo, Summary,
+    TargetInfo, WarmupOperation,
 };
 use crate::report::{files, text};
 use crate::scenario::plan::Url;
-use crate::scenario::{Method, Plan, ProtocolChoice, Target};
+use crate::scenario::plan::{Arrival, Model};
+use crate::scenario::{Method, Plan, ProtocolChoice, Sessions, Target};
 use crate::server::EmbeddedServers;
 use crate::transport::net::{NetTarget, TlsClient};
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
@@ -74,6 +79,16 @@ pub enum RunError {
         tool: String,
         available: Vec<String>,
     },
+    #[error(
+        "{file}:{line}: the arguments generated for tool `{tool}` do not fit its input schema: {message}\n  example: {example}\n  hint: fix the generators in `arguments` (see scenarios/README.md)"
+    )]
+    Arguments {
+        file: String,
+        line: usize,
+        tool: String,
+        message: String,
+        example: String,
+    },
     #[error("TLS set-up for {target}: {reason}")]
     Tls { target: String, reason: String },
     #[error("cannot write results to {path}: {source}")]
@@ -97,6 +112,42 @@ fn suggest(available: &[String]) -> String {
     };
     format!("\n  hint: it lists {}{more}", shown.join(", "))
 }
+
+/// Every tool the workload calls exists, and its generated arguments fit the tool's input
+/// schema (checked on a sample of renderings now, rather than failing every call later).
+fn check_workload(plan: &Plan, pre: &preflight::Preflight, file: &str) -> Result<(), RunError> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5eed);
+    for item in &plan.workload {
+        let Method::ToolsCall { tool } = &item.method else {
+            continue;
+        };
+        let Some((_, schema)) = pre.tools.iter().find(|(n, _)| n == tool) else {
+            return Err(RunError::UnknownTool {
+                file: file.into(),
+                line: item.line,
+                tool: tool.clone(),
+                available: pre.tools.iter().map(|(n, _)| n.clone()).collect(),
+            });
+        };
+        for _ in 0..ARGUMENT_SAMPLES {
+            let args = item.arguments.sample(&mut rng);
+            if let Err(message) = crate::server::schema::validate(schema, &args) {
+                return Err(RunError::Arguments {
+                    file: file.into(),
+                    line: item.line,
+                    tool: tool.clone(),
+                    message,
+                    example: args.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renderings of each workload entry's arguments checked against the tool's schema.
+const ARGUMENT_SAMPLES: usize = 32;
 
 /// The least time a session opening gets.
 pub const OPEN_TIMEOUT_MIN: Duration = Duration::from_secs(5);
@@ -321,18 +372,7 @@ pub fn run(
         endpoint.protocol = pre.revision;
     }
     let endpoint = Arc::new(endpoint);
-    for item in &plan.workload {
-        if let Method::ToolsCall { tool } = &item.method
-            && !pre.tools.iter().any(|t| t == tool)
-        {
-            return Err(RunError::UnknownTool {
-                file: opts.scenario_file.clone(),
-                line: item.line,
-                tool: tool.clone(),
-                available: pre.tools.clone(),
-            });
-        }
-    }
+    check_workload(&plan, &pre, &opts.scenario_file)?;
 
     // Operation 0 is the session opening: `initialize`, or `server/discover` for 2026-07-28.
     let mut ops = plan.ops.clone();
@@ -386,6 +426,7 @@ pub fn run(
         interval: opts.interval,
         abort: abort.clone(),
         aborted: std::sync::atomic::AtomicBool::new(false),
+        workers,
         seed: started_wall
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(7, |d| d.as_nanos() as u64),
@@ -409,7 +450,13 @@ pub fn run(
     }
     drop(tx);
 
-    let mut collector = Collector::new(ops.clone(), opts.interval, recyclers, Some(hlog));
+    let csv_path = dir.join("timeseries.csv");
+    let csv = CsvWriter::create(&csv_path, opts.interval).map_err(|source| RunError::Output {
+        path: csv_path.display().to_string(),
+        source,
+    })?;
+    let mut collector =
+        Collector::new(ops.clone(), opts.interval, recyclers, Some(hlog)).with_csv(csv);
     // Requests still running after the end get their timeout plus a margin, then are cancelled.
     let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let interrupted = rt.block_on(async {
@@ -476,7 +523,7 @@ pub fn run(
     let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
         + totals.warmup.iter().map(|w| w.0).sum::<u64>();
     let totals_s = summary::totals(&operations, totals, seconds);
-    let mut notes = notes(&operations, &totals_s, totals.sessions.lingering_streams);
+    let mut notes = notes(&operations, &totals_s, &totals.sessions);
     if let Some(e) = &collector.hlog_error {
         notes.push(format!("latency.hlog is incomplete: {e}"));
     }
@@ -504,14 +551,7 @@ pub fn run(
             protocol_offered: plan.connection().protocol.to_string(),
             protocol_negotiated: pre.revision.to_string(),
         },
-        load: LoadInfo {
-            model: "closed".into(),
-            concurrency: plan.load.concurrency,
-            duration_seconds: plan.load.duration.as_secs_f64(),
-            warmup_seconds: plan.load.warmup.as_secs_f64(),
-            timeout_seconds: plan.load.timeout.as_secs_f64(),
-            workers,
-        },
+        load: load_info(&plan, workers),
         measured_seconds: (seconds * 1000.0).round() / 1000.0,
         interrupted,
         totals: totals_s,
@@ -524,6 +564,11 @@ pub fn run(
             cpu_us_per_request: cpu
                 .filter(|_| all_started > 0)
                 .map(|c| (c.as_secs_f64() * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+            lateness: totals
+                .lateness
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(crate::report::summary::Latency::from_hist),
         },
         notes,
     };
@@ -553,8 +598,51 @@ fn progress_line(s: &IntervalSnapshot, interval: Duration) {
     );
 }
 
+fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
+    let l = &plan.load;
+    let (model, arrival, profile) = match &l.model {
+        Model::Closed { vus } => ("closed", None, vus),
+        Model::Open { rate, arrival } => (
+            "open",
+            Some(match arrival {
+                Arrival::Poisson => "poisson".to_string(),
+                Arrival::Uniform => "uniform".to_string(),
+            }),
+            rate,
+        ),
+    };
+    LoadInfo {
+        model: model.into(),
+        concurrency: l.concurrency,
+        arrival,
+        profile: ProfileInfo {
+            start: profile.start,
+            stages: profile
+                .stages
+                .iter()
+                .map(|(d, t)| StageInfo {
+                    duration_seconds: d.as_secs_f64(),
+                    target: *t,
+                })
+                .collect(),
+        },
+        duration_seconds: l.duration.as_secs_f64(),
+        requests: l.requests,
+        warmup_seconds: l.warmup.as_secs_f64(),
+        timeout_seconds: l.timeout.as_secs_f64(),
+        think_seconds: l.think.map(|(a, b)| [a.as_secs_f64(), b.as_secs_f64()]),
+        sessions: match l.sessions {
+            Sessions::PerVu => "per-vu",
+            Sessions::PerRequest => "per-request",
+            Sessions::Shared => "shared",
+        }
+        .into(),
+        workers,
+    }
+}
+
 /// Things in the numbers a reader should not miss.
-fn notes(ops: &[Operation], totals: &summary::Totals, lingering: u64) -> Vec<String> {
+fn notes(ops: &[Operation], totals: &summary::Totals, sessions: &SessionCounts) -> Vec<String> {
     let mut n = Vec::new();
     if totals.unaccounted != 0 {
         n.push(format!(
@@ -581,8 +669,15 @@ fn notes(ops: &[Operation], totals: &summary::Totals, lingering: u64) -> Vec<Str
             ));
         }
     }
+    let lingering = sessions.lingering_streams;
     if lingering > 0 {
         n.push(format!("{lingering} SSE responses were not ended by the server after the response; those connections were dropped instead of reused"));
+    }
+    if sessions.unmatched_responses > 0 {
+        n.push(format!(
+            "{} responses matched no request in flight (wrong ids, or a gateway copying other sessions' traffic); they were ignored",
+            sessions.unmatched_responses
+        ));
     }
     n
 }
@@ -591,7 +686,7 @@ fn notes(ops: &[Operation], totals: &summary::Totals, lingering: u64) -> Vec<Str
 pub fn render(out: &RunOutput) -> String {
     let mut s = text::render(&out.summary);
     s.push_str(&format!(
-        "results: {}/ (summary.json, latency.hlog)\n",
+        "results: {}/ (summary.json, latency.hlog, timeseries.csv)\n",
         out.dir.display()
     ));
     s

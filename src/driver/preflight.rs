@@ -17,8 +17,8 @@ use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 #[derive(Debug, Clone)]
 pub struct Preflight {
     pub revision: Revision,
-    /// Tool names the target lists (all pages).
-    pub tools: Vec<String>,
+    /// Tools the target lists (all pages): name and input schema.
+    pub tools: Vec<(String, serde_json::Value)>,
 }
 
 /// Why the target cannot be load-tested.
@@ -109,7 +109,7 @@ async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, Preflig
         let result = &v["result"];
         for t in result["tools"].as_array().into_iter().flatten() {
             if let Some(n) = t["name"].as_str() {
-                tools.push(n.to_string());
+                tools.push((n.to_string(), t["inputSchema"].clone()));
             }
         }
         match result["nextCursor"].as_str() {

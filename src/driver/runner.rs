@@ -2,33 +2,41 @@
 //!
 //! Each worker thread runs a current-thread Tokio runtime with its share of the virtual users,
 //! all recording into one thread-local [`Recorder`] (an `Rc<RefCell<_>>`: no lock, no atomic).
-//! A ticker on the same thread hands the shard to the collector once per interval. Stop
-//! conditions (end of duration, abort) are checked per request; warm-up is decided by each
-//! request's start time. The virtual-user loop is generic over [`Session`]; one `match` on the
+//! A ticker on the same thread hands the shard to the collector once per interval.
+//!
+//! One loop serves both load models. Closed loop: a virtual user starts its next request when
+//! the previous one ended (after an optional think time), while the concurrency profile counts
+//! it in. Open loop: a dispatcher releases arrivals at their intended start times (computed by
+//! `schedule`, never stamped at wake-up) to idle virtual users; an arrival that finds all of
+//! them busy (`max_in_flight`) is dropped and counted; latency runs from the intended start,
+//! service time from the actual send. The loop is generic over [`Session`]; one `match` on the
 //! transport picks the session type.
 
 use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
 use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::schedule::Arrivals;
 use super::workload::{Mix, RequestTemplate};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
 use crate::metrics::outcome::Outcome;
 use crate::metrics::recorder::{Phase, Recorder};
-use crate::scenario::plan::OP_INITIALIZE;
+use crate::scenario::plan::{Model, OP_INITIALIZE};
 use crate::scenario::{Plan, Sessions};
 use crate::transport::mux::{Connector, MuxSession, Shared};
 use crate::transport::sse_legacy::SseConnector;
 use crate::transport::stdio::StdioConnector;
-use crate::transport::streamable_http::HttpSession;
+use crate::transport::streamable_http::{HttpSession, HttpShared};
 use crate::transport::websocket::WsConnector;
 use crate::transport::{CallSpec, Endpoint, Reply, Session, TransportKind};
 
@@ -51,6 +59,7 @@ pub struct Ctx {
     /// Mirrors `abort` as a plain flag for the per-request stop check.
     pub aborted: AtomicBool,
     pub seed: u64,
+    pub workers: usize,
 }
 
 impl Ctx {
@@ -78,6 +87,120 @@ struct InFlight {
 }
 
 type Slots = Rc<RefCell<Vec<Option<InFlight>>>>;
+
+/// The requests this worker may still start (`requests = N` split across workers).
+#[derive(Debug)]
+pub(crate) struct Quota(pub(crate) Cell<Option<u64>>);
+
+impl Quota {
+    pub(crate) fn take(&self) -> bool {
+        match self.0.get() {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                self.0.set(Some(n - 1));
+                true
+            }
+        }
+    }
+}
+
+/// Open loop: arrivals waiting for a virtual user, and virtual users waiting for arrivals.
+///
+/// An arrival goes to an idle virtual user at once; when all are busy (`max_in_flight`
+/// requests in flight) it waits in a bounded backlog, its latency still running from its
+/// intended start — so queueing in the generator shows up in the numbers, as it would for a
+/// real client (coordinated-omission correction). Arrivals beyond the backlog are dropped and
+/// counted.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    idle: RefCell<Vec<usize>>,
+    tickets: RefCell<Vec<(Option<Instant>, Option<Waker>)>>,
+    backlog: RefCell<std::collections::VecDeque<Instant>>,
+    max_backlog: usize,
+    closed: Cell<bool>,
+}
+
+impl Pool {
+    /// Every virtual user starts idle (so an arrival at time zero finds them).
+    pub(crate) fn new(vus: usize, max_backlog: usize) -> Self {
+        let mut idle = Vec::with_capacity(vus);
+        idle.extend((0..vus).rev());
+        Pool {
+            idle: RefCell::new(idle),
+            tickets: RefCell::new(vec![(None, None); vus]),
+            backlog: RefCell::new(std::collections::VecDeque::with_capacity(max_backlog)),
+            max_backlog,
+            closed: Cell::new(false),
+        }
+    }
+
+    /// Hands an arrival to an idle virtual user, or queues it; false if it had to be dropped.
+    pub(crate) fn release(&self, intended: Instant) -> bool {
+        let Some(vu) = self.idle.borrow_mut().pop() else {
+            let mut q = self.backlog.borrow_mut();
+            if q.len() >= self.max_backlog {
+                return false;
+            }
+            q.push_back(intended);
+            return true;
+        };
+        let mut t = self.tickets.borrow_mut();
+        t[vu].0 = Some(intended);
+        if let Some(w) = t[vu].1.take() {
+            w.wake();
+        }
+        true
+    }
+
+    /// No more arrivals: idle virtual users end (queued arrivals are still served).
+    pub(crate) fn close(&self) {
+        self.closed.set(true);
+        for (_, w) in self.tickets.borrow_mut().iter_mut() {
+            if let Some(w) = w.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// Waits for the next arrival for virtual user `vu` (`first`: it starts idle and has not
+    /// served anything yet); `None` once the run is over.
+    pub(crate) async fn next(&self, vu: usize, first: bool) -> Option<Instant> {
+        if !first {
+            if let Some(at) = self.backlog.borrow_mut().pop_front() {
+                return Some(at);
+            }
+            self.idle.borrow_mut().push(vu);
+        }
+        poll_fn(|cx| {
+            let mut t = self.tickets.borrow_mut();
+            if let Some(at) = t[vu].0.take() {
+                return Poll::Ready(Some(at));
+            }
+            if self.closed.get() {
+                return Poll::Ready(None);
+            }
+            match &t[vu].1 {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => t[vu].1 = Some(cx.waker().clone()),
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// What drives a worker's virtual users.
+struct Drive {
+    ctx: Arc<Ctx>,
+    rec: Rec,
+    slots: Slots,
+    quota: Quota,
+    /// Open loop only.
+    pool: Option<Rc<Pool>>,
+    /// Closed loop: global index of each local virtual user (for the concurrency profile).
+    global: Vec<usize>,
+}
 
 /// Runs one worker thread's virtual users to the end; sends its shards to the collector.
 pub fn worker(
@@ -113,17 +236,24 @@ pub fn worker(
     let body = local.spawn_local(async move {
         let n_ops = ctx.plan.ops.len();
         let rec: Rec = Rc::new(RefCell::new(Recorder::new(n_ops)));
+        let slots: Slots = Rc::new(RefCell::new(vec![None; vus.len()]));
         let interval_index = Rc::new(Cell::new(0u64));
         let ticker = {
-            let (ctx, rec, idx, tx) =
-                (ctx.clone(), rec.clone(), interval_index.clone(), tx.clone());
+            let (ctx, rec, idx, tx, slots) = (
+                ctx.clone(),
+                rec.clone(),
+                interval_index.clone(),
+                tx.clone(),
+                slots.clone(),
+            );
             tokio::task::spawn_local(async move {
                 loop {
                     let k = idx.get();
                     tokio::time::sleep_until((ctx.start + ctx.interval * (k as u32 + 1)).into())
                         .await;
                     let fresh = recycle.try_recv().unwrap_or_else(|_| Recorder::new(n_ops));
-                    let shard = std::mem::replace(&mut *rec.borrow_mut(), fresh);
+                    let mut shard = std::mem::replace(&mut *rec.borrow_mut(), fresh);
+                    shard.in_flight = slots.borrow().iter().filter(|s| s.is_some()).count() as u64;
                     let _ = tx.send(ShardMsg {
                         worker: index,
                         index: k,
@@ -134,15 +264,50 @@ pub fn worker(
                 }
             })
         };
-        let ep = ctx.endpoint.clone();
-        let shared = ctx.plan.load.sessions == Sessions::Shared;
-        match ep.kind {
-            TransportKind::StreamableHttp => {
-                run_vus(&ctx, &rec, &vus, || HttpSession::new(ep.clone())).await
+        let quota = match ctx.plan.load.requests {
+            None => None,
+            Some(n) => {
+                let w = ctx.workers as u64;
+                Some(n / w + u64::from((index as u64) < n % w))
             }
-            TransportKind::Stdio => run_mux::<StdioConnector>(&ctx, &rec, &vus, shared).await,
-            TransportKind::WebSocket => run_mux::<WsConnector>(&ctx, &rec, &vus, shared).await,
-            TransportKind::LegacySse => run_mux::<SseConnector>(&ctx, &rec, &vus, shared).await,
+        };
+        let pool = matches!(ctx.plan.load.model, Model::Open { .. }).then(|| {
+            Rc::new(Pool::new(
+                vus.len(),
+                ctx.plan.load.max_queued / ctx.workers.max(1),
+            ))
+        });
+        let drive = Rc::new(Drive {
+            ctx: ctx.clone(),
+            rec: rec.clone(),
+            slots,
+            quota: Quota(Cell::new(quota)),
+            pool: pool.clone(),
+            global: vus.clone(),
+        });
+        let dispatcher =
+            pool.map(|pool| tokio::task::spawn_local(dispatch(drive.clone(), pool, index)));
+        let ep = ctx.endpoint.clone();
+        let sessions = ctx.plan.load.sessions;
+        let n = vus.len();
+        match ep.kind {
+            TransportKind::StreamableHttp if sessions == Sessions::Shared => {
+                let shared = Rc::new(HttpShared::default());
+                run_vus(&drive, n, || {
+                    HttpSession::shared(ep.clone(), shared.clone())
+                })
+                .await
+            }
+            TransportKind::StreamableHttp => {
+                run_vus(&drive, n, || HttpSession::new(ep.clone())).await
+            }
+            TransportKind::Stdio => run_mux::<StdioConnector>(&drive, n).await,
+            TransportKind::WebSocket => run_mux::<WsConnector>(&drive, n).await,
+            TransportKind::LegacySse => run_mux::<SseConnector>(&drive, n).await,
+        }
+        if let Some(d) = dispatcher {
+            d.abort();
+            let _ = d.await;
         }
         ticker.abort();
         let _ = ticker.await;
@@ -161,48 +326,97 @@ pub fn worker(
     let _ = local.block_on(&rt, body);
 }
 
+/// Open loop: releases this worker's arrivals at their intended start times. Due arrivals are
+/// released together per timer tick; each one's lateness is recorded. (Tokio's clock, so that
+/// paused-clock tests drive it.)
+async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
+    let ctx = &drive.ctx;
+    let Model::Open { rate, arrival } = &ctx.plan.load.model else {
+        return;
+    };
+    let mut arrivals = Arrivals::new(rate, *arrival, worker, ctx.workers, ctx.seed);
+    release_arrivals(
+        &mut arrivals,
+        ctx.start,
+        ctx.end,
+        &pool,
+        &drive.quota,
+        &|intended, now, released| {
+            let phase = ctx.phase(intended);
+            let mut rec = drive.rec.borrow_mut();
+            rec.late(phase, now.saturating_duration_since(intended));
+            if !released {
+                rec.drop_arrival(phase);
+            }
+        },
+        &ctx.aborted,
+    )
+    .await;
+    pool.close();
+}
+
+/// The dispatch loop itself: sleeps until the next arrival, then releases all that are due.
+pub(crate) async fn release_arrivals(
+    arrivals: &mut Arrivals,
+    start: Instant,
+    end: Instant,
+    pool: &Pool,
+    quota: &Quota,
+    on_release: &dyn Fn(Instant, Instant, bool),
+    aborted: &AtomicBool,
+) {
+    let mut next = arrivals.next_at();
+    while let Some(t) = next {
+        let intended = start + Duration::from_secs_f64(t);
+        if intended >= end || aborted.load(Ordering::Relaxed) {
+            return;
+        }
+        tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
+        let now = tokio::time::Instant::now().into_std();
+        let mut due = Some(t);
+        next = None;
+        while let Some(t) = due {
+            let intended = start + Duration::from_secs_f64(t);
+            if intended > now {
+                next = Some(t);
+                break;
+            }
+            if intended >= end || !quota.take() {
+                return;
+            }
+            on_release(intended, now, pool.release(intended));
+            due = arrivals.next_at();
+        }
+    }
+}
+
 /// Virtual users over a multiplexed transport: own connections, or one shared per worker.
-async fn run_mux<C: Connector + 'static>(ctx: &Arc<Ctx>, rec: &Rec, vus: &[usize], shared: bool) {
-    let ep = ctx.endpoint.clone();
-    if shared {
+async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
+    let ep = drive.ctx.endpoint.clone();
+    if drive.ctx.plan.load.sessions == Sessions::Shared {
         let slot = Rc::new(Shared::<C::Out>::default());
-        let n = vus.len();
         let s = slot.clone();
-        run_vus(ctx, rec, vus, move || {
+        run_vus(drive, n, move || {
             MuxSession::<C>::shared(ep.clone(), s.clone(), n)
         })
         .await;
         if let Some(conn) = slot.take()
-            && !ctx.aborted.load(Ordering::Relaxed)
+            && !drive.ctx.aborted.load(Ordering::Relaxed)
         {
-            C::shutdown(conn, ctx.timeout.min(Duration::from_secs(2))).await;
+            C::shutdown(conn.clone(), drive.ctx.timeout.min(Duration::from_secs(2))).await;
+            // What arrived after the last virtual user took the counters.
+            let st = conn.mux.take_stats();
+            drive.rec.borrow_mut().sessions.add_transport(st);
         }
     } else {
-        run_vus(ctx, rec, vus, move || MuxSession::<C>::new(ep.clone())).await;
+        run_vus(drive, n, move || MuxSession::<C>::new(ep.clone())).await;
     }
 }
 
 /// Spawns the virtual users, waits for them (or the abort), and counts what an abort cut.
-async fn run_vus<S: Session + 'static, F: Fn() -> S>(
-    ctx: &Arc<Ctx>,
-    rec: &Rec,
-    vus: &[usize],
-    make: F,
-) {
-    let slots: Slots = Rc::new(RefCell::new(vec![None; vus.len()]));
-    let mut handles: Vec<_> = vus
-        .iter()
-        .enumerate()
-        .map(|(slot, &vu)| {
-            tokio::task::spawn_local(virtual_user(
-                ctx.clone(),
-                rec.clone(),
-                slots.clone(),
-                slot,
-                vu,
-                make(),
-            ))
-        })
+async fn run_vus<S: Session + 'static, F: Fn() -> S>(drive: &Rc<Drive>, n: usize, make: F) {
+    let mut handles: Vec<_> = (0..n)
+        .map(|slot| tokio::task::spawn_local(virtual_user(drive.clone(), slot, make())))
         .collect();
     let all = async {
         for h in handles.iter_mut() {
@@ -213,7 +427,10 @@ async fn run_vus<S: Session + 'static, F: Fn() -> S>(
     };
     tokio::select! {
         _ = all => {}
-        _ = ctx.abort.cancelled() => {
+        _ = drive.ctx.abort.cancelled() => {
+            if let Some(p) = &drive.pool {
+                p.close();
+            }
             for h in &handles {
                 h.abort();
             }
@@ -222,8 +439,8 @@ async fn run_vus<S: Session + 'static, F: Fn() -> S>(
             }
             // Requests cut short are counted, never lost.
             let now = Instant::now();
-            let mut rec = rec.borrow_mut();
-            for f in slots.borrow_mut().iter_mut().filter_map(Option::take) {
+            let mut rec = drive.rec.borrow_mut();
+            for f in drive.slots.borrow_mut().iter_mut().filter_map(Option::take) {
                 rec.record(f.op, f.phase, Outcome::Cancelled, now.saturating_duration_since(f.t0));
             }
         }
@@ -260,61 +477,106 @@ async fn bounded<F: Future<Output = Reply>>(timeout: Duration, f: F) -> Ended {
     }
 }
 
-async fn virtual_user<S: Session>(
-    ctx: Arc<Ctx>,
-    rec: Rec,
-    slots: Slots,
-    slot: usize,
-    vu: usize,
-    mut session: S,
-) {
-    let track = |op: usize, phase: Phase, t0: Instant| {
-        slots.borrow_mut()[slot] = Some(InFlight { op, phase, t0 })
+/// Closed loop with a concurrency profile: waits until this virtual user is counted in.
+async fn wait_active(ctx: &Ctx, global: usize) -> bool {
+    let Model::Closed { vus } = &ctx.plan.load.model else {
+        return true;
     };
-    let untrack = || slots.borrow_mut()[slot] = None;
+    loop {
+        let now = Instant::now();
+        if ctx.stopping(now) {
+            return false;
+        }
+        let level = vus.at(now.saturating_duration_since(ctx.start).as_secs_f64());
+        if (global as f64) < level.round() {
+            return true;
+        }
+        // Profiles change slowly next to this: a cheap periodic check is enough.
+        pause(ctx, Duration::from_millis(10)).await;
+    }
+}
+
+async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S) {
+    let ctx = drive.ctx.clone();
+    let rec = &drive.rec;
+    let global = drive.global[slot];
+    let track = |op: usize, phase: Phase, t0: Instant| {
+        drive.slots.borrow_mut()[slot] = Some(InFlight { op, phase, t0 })
+    };
+    let untrack = || drive.slots.borrow_mut()[slot] = None;
     let mut rng =
-        SmallRng::seed_from_u64(ctx.seed ^ (vu as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        SmallRng::seed_from_u64(ctx.seed ^ (global as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut backoff = Backoff(0);
+    let think = ctx.plan.load.think;
+    let per_request = ctx.plan.load.sessions == Sessions::PerRequest;
+    let mut first = true;
     // Everyone starts together, when the clock of the run starts.
     tokio::time::sleep_until(ctx.start.into()).await;
     loop {
-        let t0 = Instant::now();
-        if ctx.stopping(t0) {
+        // When this request is meant to start: now (closed loop) or its arrival (open loop).
+        let intended = match &drive.pool {
+            Some(pool) => match pool.next(slot, std::mem::take(&mut first)).await {
+                Some(at) => at,
+                None => break,
+            },
+            None => {
+                if !wait_active(&ctx, global).await || !drive.quota.take() {
+                    break;
+                }
+                Instant::now()
+            }
+        };
+        if ctx.stopping(Instant::now()) {
             break;
         }
-        let phase = ctx.phase(t0);
+        let phase = ctx.phase(intended);
         if !session.is_open() {
             if !session.claim_open() {
                 // Another virtual user is opening the shared session.
                 session.wait_open().await;
-                if !session.is_open() {
-                    pause(&ctx, backoff.delay()).await;
+            } else {
+                let t0 = Instant::now();
+                rec.borrow_mut().started(OP_INITIALIZE, phase);
+                track(OP_INITIALIZE, phase, t0);
+                let r = bounded(ctx.endpoint.timeout, session.open()).await;
+                untrack();
+                let (outcome, connected) = finish(rec, OP_INITIALIZE, phase, t0, t0, r);
+                {
+                    let mut rb = rec.borrow_mut();
+                    rb.sessions.connections += u64::from(connected);
+                    rb.sessions.opened += u64::from(outcome == Outcome::Ok);
                 }
-                continue;
+                if outcome == Outcome::Ok {
+                    backoff = Backoff(0);
+                }
             }
-            rec.borrow_mut().started(OP_INITIALIZE, phase);
-            track(OP_INITIALIZE, phase, t0);
-            let r = bounded(ctx.endpoint.timeout, session.open()).await;
-            untrack();
-            let (outcome, connected) = finish(&rec, OP_INITIALIZE, phase, t0, r);
-            {
+            if !session.is_open() {
+                session.reset();
+                if drive.pool.is_none() {
+                    pause(&ctx, backoff.delay()).await;
+                    continue;
+                }
+                // Open loop: this arrival fails at once rather than waiting for a session.
+                let op = ctx.plan.workload[ctx.mix.pick(&mut rng)].op;
                 let mut rb = rec.borrow_mut();
-                rb.sessions.connections += u64::from(connected);
-                rb.sessions.opened += u64::from(outcome == Outcome::Ok);
-            }
-            if outcome == Outcome::Ok && session.is_open() {
-                backoff = Backoff(0);
+                rb.started(op, phase);
+                rb.record(
+                    op,
+                    phase,
+                    Outcome::Connect,
+                    Instant::now().saturating_duration_since(intended),
+                );
                 continue;
             }
-            session.reset();
-            pause(&ctx, backoff.delay()).await;
-            continue;
         }
         let item_index = ctx.mix.pick(&mut rng);
         let item = &ctx.plan.workload[item_index];
         let template = &ctx.templates[item_index];
+        let sent = Instant::now();
+        // Closed loop: the request is meant to start now (after any session opening).
+        let intended = if drive.pool.is_some() { intended } else { sent };
         rec.borrow_mut().started(item.op, phase);
-        track(item.op, phase, t0);
+        track(item.op, phase, intended);
         let r = bounded(
             ctx.timeout,
             session.call(&ctx.specs[item_index], |out, id| {
@@ -324,7 +586,7 @@ async fn virtual_user<S: Session>(
         .await;
         untrack();
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
-        let (outcome, connected) = finish(&rec, item.op, phase, t0, r);
+        let (outcome, connected) = finish(rec, item.op, phase, intended, sent, r);
         rec.borrow_mut().sessions.connections += u64::from(connected);
         if expired {
             rec.borrow_mut().sessions.expired += 1;
@@ -337,49 +599,64 @@ async fn virtual_user<S: Session>(
                     rec.borrow_mut().sessions.cancels_sent += 1;
                 }
             }
-            Outcome::Connect | Outcome::Io => pause(&ctx, backoff.delay()).await,
+            Outcome::Connect | Outcome::Io if drive.pool.is_none() => {
+                pause(&ctx, backoff.delay()).await
+            }
             _ => backoff = Backoff(0),
+        }
+        if per_request && session.is_open() {
+            session.close().await;
+            session.reset();
+        }
+        if let Some((lo, hi)) = think {
+            let d = if hi > lo {
+                rng.random_range(lo..=hi)
+            } else {
+                lo
+            };
+            pause(&ctx, d).await;
         }
     }
     if !ctx.aborted.load(Ordering::Relaxed) {
         session.close().await;
     }
+    let st = session.take_stats();
+    rec.borrow_mut().sessions.add_transport(st);
 }
 
 /// Records the end of one request; returns its outcome and whether it opened a connection.
-fn finish(rec: &Rec, op: usize, phase: Phase, t0: Instant, r: Ended) -> (Outcome, bool) {
+/// Latency runs from `intended` (the arrival, open loop) and service time from `sent`.
+fn finish(
+    rec: &Rec,
+    op: usize,
+    phase: Phase,
+    intended: Instant,
+    sent: Instant,
+    r: Ended,
+) -> (Outcome, bool) {
     let mut rec = rec.borrow_mut();
-    match r {
+    let (outcome, done, connected) = match r {
         Ended::Reply(reply) => {
-            rec.record(
-                op,
-                phase,
-                reply.outcome,
-                reply.done.saturating_duration_since(t0),
-            );
             if reply.streamed {
                 rec.stream(
                     op,
                     phase,
-                    reply.first_event.map(|f| f.saturating_duration_since(t0)),
+                    reply.first_event.map(|f| f.saturating_duration_since(sent)),
                     reply.events,
                 );
             }
             if reply.lingered {
                 rec.sessions.lingering_streams += 1;
             }
-            (reply.outcome, reply.connected)
+            (reply.outcome, reply.done, reply.connected)
         }
-        Ended::Timeout(at) => {
-            rec.record(
-                op,
-                phase,
-                Outcome::Timeout,
-                at.saturating_duration_since(t0),
-            );
-            (Outcome::Timeout, false)
-        }
+        Ended::Timeout(at) => (Outcome::Timeout, at, false),
+    };
+    rec.record(op, phase, outcome, done.saturating_duration_since(intended));
+    if intended != sent {
+        rec.service(op, phase, done.saturating_duration_since(sent));
     }
+    (outcome, connected)
 }
 
 /// CPU time (user + system) of the calling thread, where Linux reports it.
@@ -387,4 +664,168 @@ pub fn thread_cpu() -> Option<Duration> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::plan::{Arrival, Profile};
+
+    fn rate(start: f64, stages: &[(u64, f64)]) -> Profile {
+        Profile {
+            start,
+            stages: stages
+                .iter()
+                .map(|&(s, r)| (Duration::from_secs(s), r))
+                .collect(),
+        }
+    }
+
+    /// Runs the dispatcher against `vus` virtual users that each hold an arrival for `service`,
+    /// on tokio's paused clock. Returns (released, dropped, (intended, released-at) per arrival
+    /// served).
+    async fn simulate(
+        profile: Profile,
+        arrival: Arrival,
+        vus: usize,
+        backlog: usize,
+        service: Duration,
+    ) -> (u64, u64, Vec<(f64, f64)>) {
+        let start = tokio::time::Instant::now().into_std();
+        let end = start + profile.duration();
+        let pool = Rc::new(Pool::new(vus, backlog));
+        let served = Rc::new(RefCell::new(Vec::new()));
+        let local = tokio::task::LocalSet::new();
+        let counts = Rc::new(Cell::new((0u64, 0u64)));
+        local
+            .run_until(async {
+                let mut handles = Vec::new();
+                for vu in 0..vus {
+                    let (pool, served) = (pool.clone(), served.clone());
+                    handles.push(tokio::task::spawn_local(async move {
+                        let mut first = true;
+                        while let Some(intended) = pool.next(vu, std::mem::take(&mut first)).await {
+                            let now = tokio::time::Instant::now().into_std();
+                            served.borrow_mut().push((
+                                intended.duration_since(start).as_secs_f64(),
+                                now.duration_since(start).as_secs_f64(),
+                            ));
+                            tokio::time::sleep(service).await;
+                        }
+                    }));
+                }
+                let mut arrivals = Arrivals::new(&profile, arrival, 0, 1, 7);
+                let quota = Quota(Cell::new(None));
+                let c = counts.clone();
+                release_arrivals(
+                    &mut arrivals,
+                    start,
+                    end,
+                    &pool,
+                    &quota,
+                    &|_, _, ok| {
+                        let (r, d) = c.get();
+                        c.set(if ok { (r + 1, d) } else { (r, d + 1) });
+                    },
+                    &AtomicBool::new(false),
+                )
+                .await;
+                pool.close();
+                for h in handles {
+                    h.await.unwrap();
+                }
+            })
+            .await;
+        let (released, dropped) = counts.get();
+        let s = served.borrow().clone();
+        (released, dropped, s)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn arrivals_per_stage_on_the_paused_clock() {
+        // 0 → 100/s over 2 s, hold 100/s for 2 s: ~100 then ~200 arrivals, all served (no drops).
+        let (released, dropped, served) = simulate(
+            rate(0.0, &[(2, 100.0), (2, 100.0)]),
+            Arrival::Uniform,
+            8,
+            0,
+            Duration::from_millis(1),
+        )
+        .await;
+        assert_eq!(dropped, 0);
+        let first = served.iter().filter(|(i, _)| *i < 2.0).count() as i64;
+        let second = served.iter().filter(|(i, _)| *i >= 2.0).count() as i64;
+        assert!(
+            (first - 100).abs() <= 1 && (second - 200).abs() <= 1,
+            "{first} {second}"
+        );
+        assert_eq!(released as usize, served.len());
+        // Released on time: the paused clock fires each timer exactly (a tick may batch some).
+        assert!(served.iter().all(|(i, at)| at - i < 0.002), "late releases");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn poisson_arrivals_on_the_paused_clock() {
+        let (released, dropped, _) = simulate(
+            rate(200.0, &[(20, 200.0)]),
+            Arrival::Poisson,
+            16,
+            0,
+            Duration::from_millis(1),
+        )
+        .await;
+        assert_eq!(dropped, 0);
+        // N ≈ 4000, σ ≈ 63: within 4σ.
+        assert!((released as f64 - 4000.0).abs() < 260.0, "{released}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn arrivals_over_max_in_flight_queue_then_drop() {
+        // 100/s for 2 s; 2 virtual users each busy 50 ms serve 40/s: the backlog of 10 fills,
+        // then the excess is dropped. Everything is accounted for.
+        let (released, dropped, served) = simulate(
+            rate(100.0, &[(2, 100.0)]),
+            Arrival::Uniform,
+            2,
+            10,
+            Duration::from_millis(50),
+        )
+        .await;
+        assert_eq!(
+            released + dropped,
+            200,
+            "every arrival (0, 10 ms, … 1.99 s) released or dropped"
+        );
+        assert_eq!(
+            released as usize,
+            served.len(),
+            "every released arrival served"
+        );
+        // Capacity 40/s × 2 s = 80, plus the 10 still queued at the end (served after it).
+        assert!((85..=95).contains(&released), "released {released}");
+        assert!(dropped >= 100, "dropped {dropped}");
+        // Queued arrivals start late: their latency (from the intended start) includes the wait.
+        let max_wait = served.iter().map(|(i, at)| at - i).fold(0.0, f64::max);
+        assert!(
+            max_wait > 0.2,
+            "queueing shows in the start delay: {max_wait}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_backlog_busy_means_dropped() {
+        let (released, dropped, _) = simulate(
+            rate(100.0, &[(1, 100.0)]),
+            Arrival::Uniform,
+            1,
+            0,
+            Duration::from_millis(25),
+        )
+        .await;
+        assert_eq!(released + dropped, 100);
+        assert!(
+            (33..=35).contains(&released),
+            "one user busy 25 ms per arrival serves every third one: {released}"
+        );
+    }
 }

@@ -36,18 +36,79 @@ pub struct WorkerEnd {
     pub cpu: Option<Duration>,
 }
 
-/// One merged interval, for live display and time series.
+/// One merged interval, for live display and the time series.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalSnapshot {
     pub index: u64,
+    /// Requests started in the interval (all operations, warm-up included).
+    pub started: u64,
     /// Requests that ended in the interval (all operations, measured phase).
     pub ended: u64,
     pub ok: u64,
     pub errors: u64,
-    /// Of `ok` responses across operations, in microseconds.
+    /// Open loop: arrivals dropped (over `max_in_flight`), warm-up included.
+    pub dropped: u64,
+    /// Latency of `ok` responses across operations, in microseconds.
     pub p50_us: u64,
+    pub p90_us: u64,
     pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+    /// Open loop: service time p99 of ok responses, µs.
+    pub service_p99_us: u64,
+    /// Requests in flight at the end of the interval.
+    pub in_flight: u64,
+    /// Open loop: lateness p99 of the generator's releases, µs.
+    pub late_p99_us: u64,
     pub warmup_ended: u64,
+}
+
+/// Writes `timeseries.csv`: one row per interval.
+pub struct CsvWriter {
+    out: BufWriter<File>,
+    interval: Duration,
+}
+
+impl std::fmt::Debug for CsvWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CsvWriter")
+    }
+}
+
+impl CsvWriter {
+    pub const HEADER: &'static str = "t_start_s,t_end_s,started,ended,ok,errors,dropped,warmup_ended,ok_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,service_p99_ms,in_flight,late_p99_ms";
+
+    pub fn create(path: &Path, interval: Duration) -> std::io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        writeln!(out, "{}", Self::HEADER)?;
+        Ok(CsvWriter { out, interval })
+    }
+
+    fn row(&mut self, s: &IntervalSnapshot) -> std::io::Result<()> {
+        let secs = self.interval.as_secs_f64();
+        let ms = |us: u64| us as f64 / 1000.0;
+        writeln!(
+            self.out,
+            "{:.3},{:.3},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
+            secs * s.index as f64,
+            secs * (s.index + 1) as f64,
+            s.started,
+            s.ended,
+            s.ok,
+            s.errors,
+            s.dropped,
+            s.warmup_ended,
+            s.ok as f64 / secs,
+            ms(s.p50_us),
+            ms(s.p90_us),
+            ms(s.p99_us),
+            ms(s.p999_us),
+            ms(s.max_us),
+            ms(s.service_p99_us),
+            s.in_flight,
+            ms(s.late_p99_us),
+        )
+    }
 }
 
 /// Writes an HdrHistogram interval log (V2 compressed histograms, values in µs).
@@ -131,9 +192,11 @@ pub struct Collector {
     pub totals: Recorder,
     pub ends: Vec<WorkerEnd>,
     hlog: Option<HlogWriter>,
+    csv: Option<CsvWriter>,
     recycle: Vec<Sender<Recorder>>,
     /// A histogram used to compute the across-operations percentiles of an interval.
     scratch: hdrhistogram::Histogram<u64>,
+    scratch_service: hdrhistogram::Histogram<u64>,
     pub hlog_error: Option<std::io::Error>,
 }
 
@@ -155,10 +218,18 @@ impl Collector {
             next: 0,
             ends: vec![WorkerEnd::default(); workers],
             hlog,
+            csv: None,
             recycle,
             scratch: super::recorder::new_histogram(),
+            scratch_service: super::recorder::new_histogram(),
             hlog_error: None,
         }
+    }
+
+    /// Also writes the time series.
+    pub fn with_csv(mut self, csv: CsvWriter) -> Self {
+        self.csv = Some(csv);
+        self
     }
 
     /// True once every worker has sent its last shard.
@@ -218,6 +289,11 @@ impl Collector {
         {
             self.hlog_error.get_or_insert(e);
         }
+        if let Some(c) = &mut self.csv
+            && let Err(e) = c.out.flush()
+        {
+            self.hlog_error.get_or_insert(e);
+        }
         out
     }
 
@@ -232,23 +308,46 @@ impl Collector {
                 }
             }
         }
-        self.scratch.reset();
         let mut snap = IntervalSnapshot {
             index,
             ..Default::default()
         };
+        self.scratch.reset();
+        let service = &mut self.scratch_service;
+        service.reset();
         for op in &merged.ops {
+            snap.started += op.started;
             snap.ended += op.counts.total();
             snap.ok += op.counts.get(Class::Ok);
             snap.errors += op.counts.errors();
             if let Some(h) = op.hist(Class::Ok) {
                 let _ = self.scratch.add(h);
             }
+            if let Some(h) = op.service.as_ref().filter(|h| !h.is_empty()) {
+                let _ = service.add(h);
+            }
         }
+        snap.started += merged.warmup.iter().map(|w| w.0).sum::<u64>();
         snap.warmup_ended = merged.warmup.iter().map(|w| w.1.total()).sum();
+        snap.dropped = merged.dropped + merged.warmup_dropped;
+        snap.in_flight = merged.in_flight;
         if !self.scratch.is_empty() {
             snap.p50_us = self.scratch.value_at_quantile(0.5);
+            snap.p90_us = self.scratch.value_at_quantile(0.9);
             snap.p99_us = self.scratch.value_at_quantile(0.99);
+            snap.p999_us = self.scratch.value_at_quantile(0.999);
+            snap.max_us = self.scratch.max();
+        }
+        if !service.is_empty() {
+            snap.service_p99_us = service.value_at_quantile(0.99);
+        }
+        if let Some(h) = merged.lateness.as_ref().filter(|h| !h.is_empty()) {
+            snap.late_p99_us = h.value_at_quantile(0.99);
+        }
+        if let Some(c) = &mut self.csv
+            && let Err(e) = c.row(&snap)
+        {
+            self.hlog_error.get_or_insert(e);
         }
         self.totals.merge(&merged);
         snap

@@ -39,6 +39,9 @@ pub struct OpShard {
     pub events: u64,
     /// Responses that arrived on an SSE stream.
     pub streamed: u64,
+    /// Open loop: service time, from the actual send (the latency above runs from the
+    /// intended start).
+    pub service: Option<Histogram<u64>>,
 }
 
 impl OpShard {
@@ -55,6 +58,7 @@ impl OpShard {
             merge_hist(mine, theirs);
         }
         merge_hist(&mut self.first_event, &other.first_event);
+        merge_hist(&mut self.service, &other.service);
         self.events += other.events;
         self.streamed += other.streamed;
     }
@@ -65,7 +69,10 @@ impl OpShard {
         for h in self.latency.iter_mut().flatten() {
             h.reset();
         }
-        if let Some(h) = &mut self.first_event {
+        for h in [&mut self.first_event, &mut self.service]
+            .into_iter()
+            .flatten()
+        {
             h.reset();
         }
         self.events = 0;
@@ -99,6 +106,13 @@ pub struct SessionCounts {
     pub lingering_streams: u64,
     /// Cancellations sent for timed-out requests (`notifications/cancelled`).
     pub cancels_sent: u64,
+    /// Responses whose id matched no request of the connection (never sent: wrong ids, or a
+    /// gateway copying other sessions' traffic).
+    pub unmatched_responses: u64,
+    /// Responses that arrived after their request had timed out.
+    pub late_responses: u64,
+    /// Requests from the server (ping, sampling…) that mcpbench answered.
+    pub server_requests: u64,
 }
 
 impl SessionCounts {
@@ -108,6 +122,16 @@ impl SessionCounts {
         self.connections += o.connections;
         self.lingering_streams += o.lingering_streams;
         self.cancels_sent += o.cancels_sent;
+        self.unmatched_responses += o.unmatched_responses;
+        self.late_responses += o.late_responses;
+        self.server_requests += o.server_requests;
+    }
+
+    /// Adds what a session's connections counted.
+    pub fn add_transport(&mut self, st: crate::transport::mux::MuxStats) {
+        self.unmatched_responses += st.unmatched;
+        self.late_responses += st.late;
+        self.server_requests += st.server_requests;
     }
 }
 
@@ -125,6 +149,14 @@ pub struct Recorder {
     /// Started and outcome counts of requests that started during warm-up (no histograms).
     pub warmup: Vec<(u64, OutcomeCounts)>,
     pub sessions: SessionCounts,
+    /// Open loop: arrivals not sent because `max_in_flight` requests were in flight
+    /// (measured phase, warm-up).
+    pub dropped: u64,
+    pub warmup_dropped: u64,
+    /// Open loop: how late the generator released each arrival after its intended start.
+    pub lateness: Option<Histogram<u64>>,
+    /// Requests in flight when the shard was handed over (a gauge, summed over workers).
+    pub in_flight: u64,
 }
 
 impl Recorder {
@@ -133,6 +165,10 @@ impl Recorder {
             ops: vec![OpShard::default(); ops],
             warmup: vec![(0, OutcomeCounts::default()); ops],
             sessions: SessionCounts::default(),
+            dropped: 0,
+            warmup_dropped: 0,
+            lateness: None,
+            in_flight: 0,
         }
     }
 
@@ -149,6 +185,36 @@ impl Recorder {
         match phase {
             Phase::Measured => self.ops[op].record(outcome, latency),
             Phase::Warmup => self.warmup[op].1.add(outcome),
+        }
+    }
+
+    /// Open loop: also records the service time (from the actual send).
+    #[inline]
+    pub fn service(&mut self, op: usize, phase: Phase, service: Duration) {
+        if phase == Phase::Measured {
+            self.ops[op]
+                .service
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(service));
+        }
+    }
+
+    /// Open loop: an arrival that found `max_in_flight` requests in flight.
+    #[inline]
+    pub fn drop_arrival(&mut self, phase: Phase) {
+        match phase {
+            Phase::Measured => self.dropped += 1,
+            Phase::Warmup => self.warmup_dropped += 1,
+        }
+    }
+
+    /// Open loop: how late an arrival was released.
+    #[inline]
+    pub fn late(&mut self, phase: Phase, lateness: Duration) {
+        if phase == Phase::Measured {
+            self.lateness
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(lateness));
         }
     }
 
@@ -177,6 +243,10 @@ impl Recorder {
             m.1.merge(&t.1);
         }
         self.sessions.merge(&other.sessions);
+        self.dropped += other.dropped;
+        self.warmup_dropped += other.warmup_dropped;
+        merge_hist(&mut self.lateness, &other.lateness);
+        self.in_flight += other.in_flight;
     }
 
     /// Empties the shard, keeping its allocations for reuse.
@@ -189,6 +259,12 @@ impl Recorder {
             w.1.clear();
         }
         self.sessions = SessionCounts::default();
+        self.dropped = 0;
+        self.warmup_dropped = 0;
+        if let Some(h) = &mut self.lateness {
+            h.reset();
+        }
+        self.in_flight = 0;
     }
 }
 

@@ -60,12 +60,40 @@ pub struct TargetInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LoadInfo {
+    /// `closed` (virtual users) or `open` (arrival rate).
     pub model: String,
+    /// Virtual users started: the peak concurrency (closed) or `max_in_flight` (open).
     pub concurrency: usize,
+    /// Open loop: `poisson` or `uniform`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// The load profile: level (virtual users, or requests per second) at the start, then
+    /// each stage's duration and the level it ramps to.
+    pub profile: ProfileInfo,
     pub duration_seconds: f64,
+    /// The run stops after this many requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
     pub warmup_seconds: f64,
     pub timeout_seconds: f64,
+    /// Closed loop: think time between requests, [min, max] seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_seconds: Option<[f64; 2]>,
+    /// `per-vu`, `per-request` or `shared`.
+    pub sessions: String,
     pub workers: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProfileInfo {
+    pub start: f64,
+    pub stages: Vec<StageInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageInfo {
+    pub duration_seconds: f64,
+    pub target: f64,
 }
 
 /// Counts across all operations (measured phase).
@@ -84,6 +112,8 @@ pub struct Totals {
     pub throughput: f64,
     /// Everything not ok or tool_error, over all ended.
     pub error_rate: f64,
+    /// Open loop: arrivals not sent because `max_in_flight` requests were in flight.
+    pub dropped: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -183,6 +213,10 @@ pub struct Operation {
     /// Time to the first SSE event.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_event: Option<Latency>,
+    /// Open loop: service time of ok responses, from the actual send (`latency` runs from the
+    /// intended start, so queueing in the generator and the target is in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<Latency>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -200,6 +234,16 @@ pub struct Sessions {
     pub lingering_streams: u64,
     /// `notifications/cancelled` sent for timed-out requests.
     pub cancels_sent: u64,
+    /// Responses whose id matched no request in flight (wrong ids, or another session's
+    /// traffic); multiplexed transports (stdio, WebSocket, legacy SSE).
+    #[serde(default)]
+    pub unmatched_responses: u64,
+    /// Responses that arrived after their request timed out.
+    #[serde(default)]
+    pub late_responses: u64,
+    /// Server requests (ping, sampling…) answered by mcpbench.
+    #[serde(default)]
+    pub server_requests: u64,
 }
 
 impl From<SessionCounts> for Sessions {
@@ -210,6 +254,9 @@ impl From<SessionCounts> for Sessions {
             connections: s.connections,
             lingering_streams: s.lingering_streams,
             cancels_sent: s.cancels_sent,
+            unmatched_responses: s.unmatched_responses,
+            late_responses: s.late_responses,
+            server_requests: s.server_requests,
         }
     }
 }
@@ -224,6 +271,9 @@ pub struct Generator {
     /// Worker CPU time per request started (warm-up included), in microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_us_per_request: Option<f64>,
+    /// Open loop: how late the generator released arrivals after their intended start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Latency>,
 }
 
 impl Operation {
@@ -254,6 +304,11 @@ impl Operation {
             events: s.events,
             first_event: s
                 .first_event
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(Latency::from_hist),
+            service: s
+                .service
                 .as_ref()
                 .filter(|h| !h.is_empty())
                 .map(Latency::from_hist),
@@ -291,5 +346,6 @@ pub fn totals(ops: &[Operation], totals: &Recorder, seconds: f64) -> Totals {
         } else {
             0.0
         },
+        dropped: totals.dropped,
     }
 }

@@ -68,18 +68,49 @@ fn row(out: &mut String, op: &Operation) {
     );
 }
 
+fn describe_load(s: &Summary) -> String {
+    let l = &s.load;
+    let p = &l.profile;
+    let level = |v: f64| {
+        if l.model == "open" {
+            format!("{v:.0}/s")
+        } else {
+            format!("{v:.0}")
+        }
+    };
+    let shape = if p.stages.len() == 1 && (p.stages[0].target - p.start).abs() < f64::EPSILON {
+        level(p.start)
+    } else {
+        std::iter::once(level(p.start))
+            .chain(p.stages.iter().map(|st| level(st.target)))
+            .collect::<Vec<_>>()
+            .join("→")
+    };
+    if l.model == "open" {
+        format!(
+            "open loop {} {} arrivals (≤ {} in flight)",
+            shape,
+            l.arrival.as_deref().unwrap_or("poisson"),
+            l.concurrency
+        )
+    } else {
+        format!("{shape} virtual users")
+    }
+}
+
 /// Renders the end-of-run report.
 pub fn render(s: &Summary) -> String {
     let mut out = String::new();
+    let load = describe_load(s);
     let _ = writeln!(
         out,
-        "mcpbench {}: {} target {} ({}, protocol {} negotiated), {} virtual users, {:.0}s{}",
+        "mcpbench {}: {} target {} ({}, protocol {} negotiated), {}, {:.0}s{}",
         s.scenario.name,
         s.target.kind,
         s.target.url,
         s.target.transport,
         s.target.protocol_negotiated,
-        s.load.concurrency,
+        load,
         s.load.duration_seconds,
         if s.load.warmup_seconds > 0.0 {
             format!(" ({:.0}s warm-up excluded)", s.load.warmup_seconds)
@@ -100,6 +131,16 @@ pub fn render(s: &Summary) -> String {
         row(&mut out, op);
     }
     for op in &s.operations {
+        if let Some(sv) = &op.service {
+            let _ = writeln!(
+                out,
+                "  {}: service time (from the actual send) p50 {} p99 {} max {}; the table times from the intended start",
+                op.name,
+                ms(sv.p50_ms),
+                ms(sv.p99_ms),
+                ms(sv.max_ms)
+            );
+        }
         if let Some(fe) = &op.first_event {
             let _ = writeln!(
                 out,
@@ -130,12 +171,36 @@ pub fn render(s: &Summary) -> String {
         s.measured_seconds,
         t.error_rate * 100.0
     );
+    if t.dropped > 0 || s.load.model == "open" {
+        let _ = write!(
+            out,
+            "open loop: {} arrivals dropped (max_in_flight {})",
+            t.dropped, s.load.concurrency
+        );
+        if let Some(l) = &s.generator.lateness {
+            let _ = write!(
+                out,
+                "; generator lateness p50 {} p99 {} max {}",
+                ms(l.p50_ms),
+                ms(l.p99_ms),
+                ms(l.max_ms)
+            );
+        }
+        let _ = writeln!(out);
+    }
     let se = &s.sessions;
     let _ = write!(
         out,
         "sessions: {} opened, {} expired (404) and reopened; {} connections",
         se.opened, se.expired, se.connections
     );
+    if se.unmatched_responses + se.late_responses > 0 {
+        let _ = write!(
+            out,
+            "; {} unmatched and {} late responses",
+            se.unmatched_responses, se.late_responses
+        );
+    }
     if let Some(cpu) = s.generator.cpu_us_per_request {
         let _ = write!(
             out,

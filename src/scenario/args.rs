@@ -9,6 +9,7 @@
 //! | `${seq}`, `${seq:100}`| 1, 2, 3 … (or from 100), one sequence per workload entry   |
 //! | `${random:16}`        | a random alphanumeric string of that length                |
 //! | `${env:NAME}`         | the environment variable, read once when the plan is built |
+//! | `${row:field}`        | the field of the current row of the entry's `rows` file    |
 //! | `$${`                 | a literal `${`                                             |
 //!
 //! A string that is exactly one `range` or `seq` expression becomes a JSON integer, and
@@ -34,9 +35,9 @@ pub struct ArgError {
     pub hint: &'static str,
 }
 
-const EXPR_HINT: &str = "generators: ${pick:a,b,c}, ${range:1..100}, ${seq}, ${seq:START}, ${random:LEN}, ${env:NAME}; write $${ for a literal ${";
+const EXPR_HINT: &str = "generators: ${pick:a,b,c}, ${range:1..100}, ${seq}, ${seq:START}, ${random:LEN}, ${env:NAME}, ${row:FIELD}; write $${ for a literal ${";
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Gen {
     Pick {
         raw: Vec<Box<[u8]>>,
@@ -50,6 +51,79 @@ enum Gen {
     Random {
         len: usize,
     },
+    /// A field of the request's row: its index among the row file's fields.
+    Row(usize),
+}
+
+/// One field of one row: the JSON value, and the inside of a JSON string.
+type Field = (Box<[u8]>, Box<[u8]>);
+
+/// Rows of a JSON Lines file, pre-rendered: every field of every row as a JSON value and as
+/// the inside of a JSON string. Requests take rows in order, wrapping around.
+#[derive(Debug)]
+pub struct Rows {
+    fields: Vec<String>,
+    /// [row][field] → (JSON value, string content)
+    values: Vec<Vec<Field>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Rows {
+    /// Reads a JSON Lines file of objects; every row must have every field of the first.
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut fields: Vec<String> = Vec::new();
+        let mut values = Vec::new();
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: not a JSON object: {e}", path.display(), n + 1))?;
+            if fields.is_empty() {
+                fields = obj.keys().cloned().collect();
+            }
+            let mut row = Vec::with_capacity(fields.len());
+            for f in &fields {
+                let v = obj.get(f).ok_or_else(|| {
+                    format!("{}:{}: the row has no field `{f}`", path.display(), n + 1)
+                })?;
+                let raw = serde_json::to_vec(v).unwrap_or_default();
+                let text = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                row.push((raw.into_boxed_slice(), escaped(&text).into_boxed_slice()));
+            }
+            values.push(row);
+        }
+        if values.is_empty() {
+            return Err(format!("{} has no rows", path.display()));
+        }
+        Ok(Rows {
+            fields,
+            values,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f == name)
+    }
+
+    fn take(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.values.len()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,26 +133,30 @@ enum Seg {
 }
 
 /// Compiled arguments (a JSON value) with generator slots.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ArgTemplate {
     segs: Vec<Seg>,
     pool: Vec<u8>,
     gens: Vec<Gen>,
+    rows: Option<Arc<Rows>>,
 }
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 impl ArgTemplate {
-    /// Compiles a TOML table of arguments. `env` looks up environment variables.
+    /// Compiles a TOML table of arguments. `env` looks up environment variables; `rows` feeds
+    /// `${row:field}`.
     pub fn compile(
         table: &toml::Table,
         env: &dyn Fn(&str) -> Option<String>,
+        rows: Option<Arc<Rows>>,
     ) -> Result<Self, ArgError> {
         let mut b = Builder {
             t: ArgTemplate {
                 segs: Vec::new(),
                 pool: Vec::new(),
                 gens: Vec::new(),
+                rows,
             },
             env,
         };
@@ -92,6 +170,7 @@ impl ArgTemplate {
             segs: Vec::new(),
             pool: Vec::new(),
             gens: Vec::new(),
+            rows: None,
         };
         t.lit(b"{}");
         t
@@ -118,7 +197,23 @@ impl ArgTemplate {
     /// Appends one rendering of the arguments (a JSON value) to `out`.
     #[inline]
     pub fn write<R: Rng>(&self, out: &mut Vec<u8>, rng: &mut R) {
+        self.render(out, rng, true);
+    }
+
+    /// Renders like [`ArgTemplate::write`]; `advance` false leaves sequences and row cursors
+    /// where they are (for checking samples before the run).
+    #[inline]
+    fn render<R: Rng>(&self, out: &mut Vec<u8>, rng: &mut R, advance: bool) {
         let mut num = itoa::Buffer::new();
+        // One row per request, whichever fields of it the arguments use.
+        let row = self.rows.as_ref().map(|r| {
+            let i = if advance {
+                r.take()
+            } else {
+                rng.random_range(0..r.values.len())
+            };
+            (r, i)
+        });
         for seg in &self.segs {
             match *seg {
                 Seg::Lit { start, end } => {
@@ -135,11 +230,22 @@ impl ArgTemplate {
                     Gen::Range { lo, hi } => {
                         out.extend_from_slice(num.format(rng.random_range(*lo..=*hi)).as_bytes())
                     }
-                    Gen::Seq(next) => out.extend_from_slice(
-                        num.format(next.fetch_add(1, Ordering::Relaxed)).as_bytes(),
-                    ),
+                    Gen::Seq(next) => {
+                        let v = if advance {
+                            next.fetch_add(1, Ordering::Relaxed)
+                        } else {
+                            next.load(Ordering::Relaxed)
+                        };
+                        out.extend_from_slice(num.format(v).as_bytes())
+                    }
                     Gen::Random { len } => {
                         out.extend((0..*len).map(|_| ALNUM[rng.random_range(0..ALNUM.len())]));
+                    }
+                    Gen::Row(f) => {
+                        if let Some((rows, i)) = row {
+                            let (raw, esc) = &rows.values[i][*f];
+                            out.extend_from_slice(if in_string { esc } else { raw });
+                        }
                     }
                 },
             }
@@ -149,7 +255,7 @@ impl ArgTemplate {
     /// One rendering as a JSON value (for checking against a tool's input schema).
     pub fn sample<R: Rng>(&self, rng: &mut R) -> serde_json::Value {
         let mut out = Vec::new();
-        self.write(&mut out, rng);
+        self.render(&mut out, rng, false);
         serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null)
     }
 }
@@ -296,7 +402,7 @@ impl Builder<'_> {
     /// A whole-string expression that yields a non-string JSON value.
     fn typed_whole(&mut self, e: &str, path: &str) -> Result<Option<Gen>, ArgError> {
         match self.expr(e, path)? {
-            Expr::Gen(g @ (Gen::Range { .. } | Gen::Seq(_))) => Ok(Some(g)),
+            Expr::Gen(g @ (Gen::Range { .. } | Gen::Seq(_) | Gen::Row(_))) => Ok(Some(g)),
             Expr::Gen(Gen::Pick { raw, in_string }) => {
                 let numeric = raw.iter().all(|o| {
                     std::str::from_utf8(o).is_ok_and(|s| {
@@ -401,6 +507,25 @@ impl Builder<'_> {
                 Ok(Expr::Gen(Gen::Random { len }))
             }
             ("env", Some(var)) => self.env_var(var.trim(), path),
+            ("row", Some(field)) => {
+                let rows = self.t.rows.as_ref().ok_or_else(|| {
+                    err(
+                        path,
+                        format!("`${{{e}}}` needs a `rows` file on this workload entry"),
+                    )
+                })?;
+                let f = rows.field(field.trim()).ok_or_else(|| {
+                    err(
+                        path,
+                        format!(
+                            "`${{{e}}}`: the rows have no field `{}` (fields: {})",
+                            field.trim(),
+                            rows.fields.join(", ")
+                        ),
+                    )
+                })?;
+                Ok(Expr::Gen(Gen::Row(f)))
+            }
             (var, None)
                 if !var.is_empty()
                     && var
@@ -463,7 +588,7 @@ mod tests {
 
     fn compile(src: &str) -> Result<ArgTemplate, ArgError> {
         let t: toml::Table = toml::from_str(src).unwrap();
-        ArgTemplate::compile(&t, &env)
+        ArgTemplate::compile(&t, &env, None)
     }
 
     fn render(t: &ArgTemplate, rng: &mut SmallRng) -> serde_json::Value {
@@ -527,6 +652,56 @@ mod tests {
                 .contains("MISSING")
         );
         assert!(compile("x = \"${random:0}\"").is_err());
+    }
+
+    #[test]
+    fn rows_feed_whole_values_and_interpolations_from_one_row_per_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.jsonl");
+        std::fs::write(
+            &path,
+            "{\"q\": \"Leanne\", \"n\": 1}\n\n{\"q\": \"Ervin \\\"E\\\"\", \"n\": 2}\n",
+        )
+        .unwrap();
+        let rows = Arc::new(Rows::load(&path).unwrap());
+        assert_eq!(rows.len(), 2);
+        let t: toml::Table = toml::from_str(
+            "query = \"${row:q}\"\nlimit = \"${row:n}\"\nlabel = \"#${row:n}: ${row:q}\"",
+        )
+        .unwrap();
+        let tpl = ArgTemplate::compile(&t, &env, Some(rows)).unwrap();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let a = render(&tpl, &mut rng);
+        let b = render(&tpl, &mut rng);
+        let c = render(&tpl, &mut rng);
+        assert_eq!(
+            a,
+            serde_json::json!({"query": "Leanne", "limit": 1, "label": "#1: Leanne"})
+        );
+        assert_eq!(
+            b,
+            serde_json::json!({"query": "Ervin \"E\"", "limit": 2, "label": "#2: Ervin \"E\""})
+        );
+        assert_eq!(c, a, "rows wrap around");
+        let e = ArgTemplate::compile(
+            &toml::from_str("x = \"${row:nope}\"").unwrap(),
+            &env,
+            Some(Arc::new(Rows::load(&path).unwrap())),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("no field `nope`"), "{}", e.message);
+        assert!(
+            ArgTemplate::compile(&toml::from_str("x = \"${row:q}\"").unwrap(), &env, None)
+                .unwrap_err()
+                .message
+                .contains("needs a `rows` file")
+        );
+        std::fs::write(&path, "{\"q\": 1}\n{\"other\": 2}\n").unwrap();
+        assert!(
+            Rows::load(&path)
+                .unwrap_err()
+                .contains(":2: the row has no field `q`")
+        );
     }
 
     #[test]

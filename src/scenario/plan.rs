@@ -13,7 +13,7 @@ use crate::transport::net::Trust;
 use crate::transport::{CommandSpec, TransportKind};
 
 /// A validated scenario.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub name: String,
     pub description: Option<String>,
@@ -22,6 +22,28 @@ pub struct Plan {
     pub workload: Vec<WorkItem>,
     /// Operation names; a request's op is an index here. `0` is always `initialize`.
     pub ops: Vec<String>,
+    /// Search for the highest load that meets an SLO instead of one run.
+    pub find_max: Option<FindMax>,
+}
+
+/// `[find_max]`: step the load level (rate, or virtual users) until the SLO breaks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindMax {
+    pub start: f64,
+    pub step: Step,
+    pub max: f64,
+    pub step_duration: Duration,
+    /// SLO: p99 latency of ok responses, all operations together.
+    pub p99: Option<Duration>,
+    /// SLO: errors over requests ended.
+    pub error_rate: Option<f64>,
+}
+
+/// How the level grows between steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    Add(f64),
+    Multiply(f64),
 }
 
 /// Index of the `initialize` operation.
@@ -149,6 +171,9 @@ impl Remote {
 pub enum Sessions {
     /// Each virtual user has its own session (and connection or process).
     PerVu,
+    /// Every request opens its own session and closes it (session churn); opening is
+    /// measured as its own operation.
+    PerRequest,
     /// The virtual users of a worker thread share one session on one connection, many
     /// requests in flight (stdio, WebSocket, legacy SSE).
     Shared,
@@ -157,15 +182,91 @@ pub enum Sessions {
 /// How much load, for how long.
 #[derive(Debug, Clone)]
 pub struct Load {
-    /// Virtual users (closed loop): each runs one request at a time on its own session.
+    pub model: Model,
+    /// The most virtual users (closed) or requests in flight (open) at any time: the number of
+    /// virtual users the runner starts.
     pub concurrency: usize,
+    /// How long the run lasts (warm-up included); with `requests`, an upper bound.
     pub duration: Duration,
+    /// Stop once this many requests have started (warm-up included).
+    pub requests: Option<u64>,
+    /// Open loop: arrivals that may wait for a free virtual user when `concurrency` requests are
+    /// in flight (their latency runs from their intended start); beyond it they are dropped.
+    pub max_queued: usize,
     /// Excluded from the results (its requests are counted separately).
     pub warmup: Duration,
     pub timeout: Duration,
+    /// Closed loop: a pause after each request, uniform in [min, max].
+    pub think: Option<(Duration, Duration)>,
     /// Generator threads; `None` picks one per core, at most one per virtual user.
     pub workers: Option<usize>,
     pub sessions: Sessions,
+}
+
+/// Closed loop (virtual users) or open loop (arrival rate).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Model {
+    /// Virtual users, each one request at a time; their number follows the profile.
+    Closed { vus: Profile },
+    /// Arrivals at a rate (per second) following the profile, each request timed from its
+    /// intended start; at most `concurrency` in flight, excess arrivals counted as dropped.
+    Open { rate: Profile, arrival: Arrival },
+}
+
+/// Spacing of open-loop arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced.
+    Uniform,
+    /// A Poisson process (exponential gaps): how independent users arrive.
+    Poisson,
+}
+
+/// A load level over time: piecewise linear, each stage ramping from the previous level to
+/// its target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Level at time zero.
+    pub start: f64,
+    /// (duration, target at its end)
+    pub stages: Vec<(Duration, f64)>,
+}
+
+impl Profile {
+    /// A constant level for `duration`.
+    pub fn constant(level: f64, duration: Duration) -> Self {
+        Profile {
+            start: level,
+            stages: vec![(duration, level)],
+        }
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.stages.iter().map(|s| s.0).sum()
+    }
+
+    pub fn max(&self) -> f64 {
+        self.stages.iter().map(|s| s.1).fold(self.start, f64::max)
+    }
+
+    /// The level at `t` seconds.
+    pub fn at(&self, t: f64) -> f64 {
+        let mut from = self.start;
+        let mut t0 = 0.0;
+        for &(d, to) in &self.stages {
+            let len = d.as_secs_f64();
+            if t < t0 + len {
+                return if len > 0.0 {
+                    from + (to - from) * (t - t0) / len
+                } else {
+                    to
+                };
+            }
+            t0 += len;
+            from = to;
+        }
+        from
+    }
 }
 
 /// What a workload entry sends.
@@ -176,7 +277,7 @@ pub enum Method {
 }
 
 /// One weighted entry of the workload mix.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct WorkItem {
     pub method: Method,
     pub weight: u32,
@@ -238,25 +339,6 @@ pub(crate) fn build(
         )
     })?;
     let load = load(src, load_raw)?;
-    let conn = match &target {
-        Target::Embedded(e) => e.conn,
-        Target::Remote(r) => r.conn,
-    };
-    if load.sessions == Sessions::Shared && conn.transport == TransportKind::StreamableHttp {
-        let span = load_raw
-            .get_ref()
-            .sessions
-            .as_ref()
-            .map_or(load_raw.span(), |s| s.span());
-        return Err(src.error(
-            span,
-            "shared sessions are not available for streamable-http in this build",
-            Some(
-                "use sessions = \"shared\" with stdio, websocket or sse, or sessions = \"per-vu\""
-                    .into(),
-            ),
-        ));
-    }
     if raw.workload.is_empty() {
         return Err(src.error_at_key(
             src.text.len()..src.text.len(),
@@ -270,6 +352,11 @@ pub(crate) fn build(
     for w in &raw.workload {
         workload.push(work_item(src, w, &target, &mut ops, env)?);
     }
+    let find_max = raw
+        .find_max
+        .as_ref()
+        .map(|f| find_max(src, f, &load))
+        .transpose()?;
     Ok(Plan {
         name,
         description: raw.description.clone(),
@@ -277,6 +364,89 @@ pub(crate) fn build(
         load,
         workload,
         ops,
+        find_max,
+    })
+}
+
+fn find_max(
+    src: &Source<'_>,
+    f: &Spanned<super::raw::RawFindMax>,
+    load: &Load,
+) -> Result<FindMax, ScenarioError> {
+    let raw = f.get_ref();
+    let positive = |v: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ScenarioError> {
+        match v {
+            Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
+                Err(src.error(x.span(), format!("{key} must be a positive number"), None))
+            }
+            Some(x) => Ok(Some(*x.get_ref())),
+            None => Ok(None),
+        }
+    };
+    let default_start = match &load.model {
+        Model::Open { rate, .. } => rate.max(),
+        Model::Closed { vus } => vus.max(),
+    };
+    let start = positive(&raw.start, "start")?.unwrap_or(default_start);
+    let step = match (
+        positive(&raw.step, "step")?,
+        positive(&raw.factor, "factor")?,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max",
+                "give either step (added) or factor (multiplied), not both",
+                None,
+            ));
+        }
+        (Some(s), None) => Step::Add(s),
+        (None, Some(x)) if x > 1.0 => Step::Multiply(x),
+        (None, Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max.factor",
+                "factor must be greater than 1",
+                None,
+            ));
+        }
+        (None, None) => Step::Multiply(1.5),
+    };
+    let max = positive(&raw.max, "max")?.unwrap_or(start * 1000.0);
+    if max < start {
+        return Err(src.error_at_key(f.span(), "find_max.max", "max is below start", None));
+    }
+    let step_duration = match &raw.step_duration {
+        Some(d) => dur(src, d, "find_max.step_duration")?,
+        None => load.duration.min(Duration::from_secs(10)),
+    };
+    let p99 = raw
+        .p99
+        .as_ref()
+        .map(|d| dur(src, d, "find_max.p99"))
+        .transpose()?;
+    let error_rate = match &raw.error_rate {
+        Some(e) if !(0.0..=1.0).contains(e.get_ref()) => {
+            return Err(src.error(e.span(), "error_rate is a fraction from 0 to 1", None));
+        }
+        Some(e) => Some(*e.get_ref()),
+        None => None,
+    };
+    if p99.is_none() && error_rate.is_none() {
+        return Err(src.error_at_key(
+            f.span(),
+            "find_max",
+            "[find_max] needs an SLO: p99, error_rate or both",
+            Some("e.g. p99 = \"50ms\"\n    error_rate = 0.01".into()),
+        ));
+    }
+    Ok(FindMax {
+        start,
+        step,
+        max,
+        step_duration,
+        p99,
+        error_rate,
     })
 }
 
@@ -388,7 +558,7 @@ fn key_hint(path: &str) -> Option<String> {
             "a duration in quotes, e.g. \"30s\", \"500ms\", \"2m\""
         }
         "load.workers" => "generator threads, a positive integer (default: one per core)",
-        "load.model" => "\"closed\" (virtual users)",
+        "load.model" => "\"closed\" (virtual users) or \"open\" (arrival rate)",
         "workload.weight" => {
             "a positive integer; entries are picked in proportion to their weights"
         }
@@ -449,16 +619,8 @@ fn protocol_choice(
     src: &Source<'_>,
     p: &Spanned<String>,
     key: &str,
-    transport: TransportKind,
 ) -> Result<ProtocolChoice, ScenarioError> {
     if p.get_ref() == "auto" {
-        if transport == TransportKind::LegacySse {
-            return Err(src.error(
-                p.span(),
-                "the legacy HTTP+SSE transport has no 2026-07-28 era to probe",
-                Some("use protocol = \"2024-11-05\"".into()),
-            ));
-        }
         return Ok(ProtocolChoice::Auto);
     }
     let r: Revision =
@@ -467,13 +629,6 @@ fn protocol_choice(
             .map_err(|e: crate::protocol::version::UnknownRevision| {
                 src.error(p.span(), e.to_string(), key_hint(key))
             })?;
-    if transport == TransportKind::LegacySse && !r.has_handshake() {
-        return Err(src.error(
-            p.span(),
-            "the legacy HTTP+SSE transport predates 2026-07-28",
-            Some("use protocol = \"2024-11-05\"".into()),
-        ));
-    }
     Ok(ProtocolChoice::Fixed(r))
 }
 
@@ -609,7 +764,7 @@ fn target(
         }
     }
     let protocol = match &raw.protocol {
-        Some(p) => protocol_choice(src, p, "target.protocol", transport)?,
+        Some(p) => protocol_choice(src, p, "target.protocol")?,
         None => default_protocol(transport),
     };
     let http2 = match &raw.http {
@@ -788,7 +943,7 @@ fn embedded(src: &Source<'_>, e: Option<&Spanned<RawEmbedded>>) -> Result<Embedd
         out.conn.protocol = default_protocol(out.conn.transport);
     }
     if let Some(p) = &e.protocol {
-        out.conn.protocol = protocol_choice(src, p, "embedded.protocol", out.conn.transport)?;
+        out.conn.protocol = protocol_choice(src, p, "embedded.protocol")?;
     }
     if let Some(h) = &e.http {
         out.conn.http2 = http_version(src, h, "embedded.http", out.conn.transport)?;
@@ -854,49 +1009,216 @@ fn dur(src: &Source<'_>, v: &Spanned<String>, key: &str) -> Result<Duration, Sce
 
 fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
     let raw = l.get_ref();
-    if let Some(m) = &raw.model
-        && m.get_ref() != "closed"
-    {
-        return Err(src.error(
-            m.span(),
-            format!(
-                "load model `{}` is not supported by this build",
-                m.get_ref()
-            ),
-            key_hint("load.model"),
-        ));
-    }
-    let concurrency = match &raw.concurrency {
-        Some(c) if *c.get_ref() == 0 => {
+    let open = match raw.model.as_ref().map(|m| (m, m.get_ref().as_str())) {
+        None | Some((_, "closed")) => false,
+        Some((_, "open")) => true,
+        Some((m, other)) => {
             return Err(src.error(
-                c.span(),
-                "concurrency must be at least 1",
-                key_hint("load.concurrency"),
-            ));
-        }
-        Some(c) if *c.get_ref() > 100_000 => {
-            return Err(src.error(c.span(), "concurrency is limited to 100000", None));
-        }
-        Some(c) => *c.get_ref() as usize,
-        None => 1,
-    };
-    let duration = match &raw.duration {
-        Some(d) => dur(src, d, "load.duration")?,
-        None => {
-            return Err(src.error_at_key(
-                l.span(),
-                "load.duration",
-                "[load] needs a duration",
-                key_hint("load.duration"),
+                m.span(),
+                format!("unknown load model `{other}`"),
+                key_hint("load.model"),
             ));
         }
     };
+    // Keys that belong to the other model are mistakes, not silently ignored.
+    if open {
+        if let Some(t) = &raw.think {
+            return Err(src.error(
+                t.span(),
+                "think time applies to the closed model; an open model's rate sets the pace",
+                None,
+            ));
+        }
+    } else {
+        for (span, key) in [
+            (raw.rate.as_ref().map(|r| r.span()), "rate"),
+            (raw.arrival.as_ref().map(|r| r.span()), "arrival"),
+            (
+                raw.max_in_flight.as_ref().map(|r| r.span()),
+                "max_in_flight",
+            ),
+        ] {
+            if let Some(span) = span {
+                return Err(src.error(
+                    span,
+                    format!("`{key}` belongs to the open model"),
+                    Some("add model = \"open\", or use concurrency for virtual users".into()),
+                ));
+            }
+        }
+    }
+    let timeout = raw
+        .timeout
+        .as_ref()
+        .map(|t| dur(src, t, "load.timeout"))
+        .transpose()?
+        .unwrap_or(Duration::from_secs(10));
+    if timeout < Duration::from_millis(1) {
+        let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
+        return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
+    }
+    let requests = match &raw.requests {
+        Some(r) if *r.get_ref() == 0 => {
+            return Err(src.error(
+                r.span(),
+                "requests must be at least 1",
+                key_hint("load.requests"),
+            ));
+        }
+        Some(r) => Some(*r.get_ref()),
+        None => None,
+    };
+    // The level before the stages, or throughout without stages.
+    let base = if open {
+        match &raw.rate {
+            Some(r)
+                if !(r.get_ref().is_finite()
+                    && *r.get_ref() >= 0.0
+                    && *r.get_ref() <= 10_000_000.0) =>
+            {
+                return Err(src.error(
+                    r.span(),
+                    "rate must be from 0 to 10000000 requests per second",
+                    key_hint("load.rate"),
+                ));
+            }
+            Some(r) => Some(*r.get_ref()),
+            None => None,
+        }
+    } else {
+        match &raw.concurrency {
+            Some(c) if *c.get_ref() > 100_000 => {
+                return Err(src.error(c.span(), "concurrency is limited to 100000", None));
+            }
+            Some(c) if *c.get_ref() == 0 && raw.stages.is_empty() => {
+                return Err(src.error(
+                    c.span(),
+                    "concurrency must be at least 1",
+                    key_hint("load.concurrency"),
+                ));
+            }
+            Some(c) => Some(*c.get_ref() as f64),
+            None => None,
+        }
+    };
+    let mut stages = Vec::new();
+    for st in &raw.stages {
+        let sr = st.get_ref();
+        let d = dur(src, &sr.duration, "load.stages.duration")?;
+        let target = if open {
+            if let Some(c) = &sr.concurrency {
+                return Err(src.error(
+                    c.span(),
+                    "an open-model stage sets a rate",
+                    key_hint("load.stages.rate"),
+                ));
+            }
+            match &sr.rate {
+                Some(r)
+                    if !(r.get_ref().is_finite()
+                        && *r.get_ref() >= 0.0
+                        && *r.get_ref() <= 10_000_000.0) =>
+                {
+                    return Err(src.error(
+                        r.span(),
+                        "rate must be from 0 to 10000000 requests per second",
+                        key_hint("load.stages.rate"),
+                    ));
+                }
+                Some(r) => *r.get_ref(),
+                None => {
+                    return Err(src.error_at_key(
+                        st.span(),
+                        "load.stages.rate",
+                        "an open-model stage needs a rate",
+                        key_hint("load.stages.rate"),
+                    ));
+                }
+            }
+        } else {
+            if let Some(r) = &sr.rate {
+                return Err(src.error(
+                    r.span(),
+                    "a closed-model stage sets a concurrency",
+                    key_hint("load.stages.concurrency"),
+                ));
+            }
+            match &sr.concurrency {
+                Some(c) if *c.get_ref() > 100_000 => {
+                    return Err(src.error(c.span(), "concurrency is limited to 100000", None));
+                }
+                Some(c) => *c.get_ref() as f64,
+                None => {
+                    return Err(src.error_at_key(
+                        st.span(),
+                        "load.stages.concurrency",
+                        "a closed-model stage needs a concurrency",
+                        key_hint("load.stages.concurrency"),
+                    ));
+                }
+            }
+        };
+        stages.push((d, target));
+    }
+    let limit = Duration::from_secs(3600 * 24);
+    let profile = if stages.is_empty() {
+        let level = match (base, open) {
+            (Some(b), _) => b,
+            (None, false) => 1.0,
+            (None, true) => {
+                return Err(src.error_at_key(
+                    l.span(),
+                    "load.rate",
+                    "an open model needs a rate (or stages)",
+                    key_hint("load.rate"),
+                ));
+            }
+        };
+        let duration = match (&raw.duration, requests) {
+            (Some(d), _) => dur(src, d, "load.duration")?,
+            (None, Some(_)) => limit,
+            (None, None) => {
+                return Err(src.error_at_key(
+                    l.span(),
+                    "load.duration",
+                    "[load] needs a duration (or a request count)",
+                    key_hint("load.duration"),
+                ));
+            }
+        };
+        Profile::constant(level, duration)
+    } else {
+        if let Some(d) = &raw.duration {
+            return Err(src.error(
+                d.span(),
+                "with stages, the duration is the sum of the stages'",
+                Some("remove `duration`".into()),
+            ));
+        }
+        Profile {
+            start: base.unwrap_or(0.0),
+            stages,
+        }
+    };
+    let duration = profile.duration();
     if duration.is_zero() {
         let d = raw.duration.as_ref().map_or(l.span(), |d| d.span());
         return Err(src.error(
             d,
             "duration must be greater than zero",
             key_hint("load.duration"),
+        ));
+    }
+    if profile.max() <= 0.0 {
+        return Err(src.error_at_key(
+            l.span(),
+            if open {
+                "load.rate"
+            } else {
+                "load.concurrency"
+            },
+            "the load is zero throughout",
+            None,
         ));
     }
     let warmup = raw
@@ -913,19 +1235,28 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
             None,
         ));
     }
-    let timeout = raw
-        .timeout
-        .as_ref()
-        .map(|t| dur(src, t, "load.timeout"))
-        .transpose()?
-        .unwrap_or(Duration::from_secs(10));
-    if timeout < Duration::from_millis(1) {
-        let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
-        return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
-    }
+    let think = match &raw.think {
+        None => None,
+        Some(t) => {
+            let parsed = match t.get_ref().split_once("..") {
+                Some((a, b)) => duration::parse(a).and_then(|a| duration::parse(b).map(|b| (a, b))),
+                None => duration::parse(t.get_ref()).map(|d| (d, d)),
+            };
+            let (a, b) = parsed.map_err(|m| src.error(t.span(), m, key_hint("load.think")))?;
+            if a > b {
+                return Err(src.error(
+                    t.span(),
+                    "the think-time range is empty",
+                    key_hint("load.think"),
+                ));
+            }
+            Some((a, b))
+        }
+    };
     let sessions = match raw.sessions.as_ref().map(|s| (s, s.get_ref().as_str())) {
         None | Some((_, "per-vu")) => Sessions::PerVu,
         Some((_, "shared")) => Sessions::Shared,
+        Some((_, "per-request")) => Sessions::PerRequest,
         Some((s, other)) => {
             return Err(src.error(
                 s.span(),
@@ -945,11 +1276,64 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
         Some(w) => Some(*w.get_ref() as usize),
         None => None,
     };
+    let (model, concurrency) = if open {
+        let arrival = match raw.arrival.as_ref().map(|a| (a, a.get_ref().as_str())) {
+            None | Some((_, "poisson")) => Arrival::Poisson,
+            Some((_, "uniform")) => Arrival::Uniform,
+            Some((a, other)) => {
+                return Err(src.error(
+                    a.span(),
+                    format!("unknown arrival process `{other}`"),
+                    key_hint("load.arrival"),
+                ));
+            }
+        };
+        let max_in_flight = match &raw.max_in_flight {
+            Some(m) if *m.get_ref() == 0 || *m.get_ref() > 100_000 => {
+                return Err(src.error(
+                    m.span(),
+                    "max_in_flight must be from 1 to 100000",
+                    key_hint("load.max_in_flight"),
+                ));
+            }
+            Some(m) => *m.get_ref() as usize,
+            // Enough for the peak rate at a 100 ms latency, within reason.
+            None => ((profile.max() * 0.1).ceil() as usize).clamp(16, 10_000),
+        };
+        (
+            Model::Open {
+                rate: profile,
+                arrival,
+            },
+            max_in_flight,
+        )
+    } else {
+        let vus = profile.max().ceil() as usize;
+        (Model::Closed { vus: profile }, vus)
+    };
+    let max_queued = match &raw.max_queued {
+        Some(q) if *q.get_ref() > 10_000_000 => {
+            return Err(src.error(
+                q.span(),
+                "max_queued is limited to 10000000",
+                key_hint("load.max_queued"),
+            ));
+        }
+        Some(q) if !open => {
+            return Err(src.error(q.span(), "`max_queued` belongs to the open model", None));
+        }
+        Some(q) => *q.get_ref() as usize,
+        None => concurrency,
+    };
     Ok(Load {
+        model,
         concurrency,
         duration,
+        requests,
+        max_queued,
         warmup,
         timeout,
+        think,
         workers,
         sessions,
     })
@@ -1044,9 +1428,28 @@ fn work_item(
         Some(wt) => *wt.get_ref(),
         None => 1,
     };
+    let rows = match &raw.rows {
+        None => None,
+        Some(r) => {
+            // Relative to the scenario file.
+            let base = std::path::Path::new(src.name)
+                .parent()
+                .unwrap_or(std::path::Path::new("."));
+            let path = base.join(r.get_ref());
+            Some(std::sync::Arc::new(
+                super::args::Rows::load(&path).map_err(|m| {
+                    src.error(
+                        r.span(),
+                        m,
+                        Some("a JSON Lines file: one JSON object per line".into()),
+                    )
+                })?,
+            ))
+        }
+    };
     let arguments = match &raw.arguments {
         None => ArgTemplate::empty(),
-        Some(a) => ArgTemplate::compile(a.get_ref(), env).map_err(|e| {
+        Some(a) => ArgTemplate::compile(a.get_ref(), env, rows).map_err(|e| {
             let key = if e.path.is_empty() {
                 "arguments".to_string()
             } else {
@@ -1217,11 +1620,13 @@ mod tests {
                 http2: true
             }
         );
-        assert!(
-            err(&format!("[target]\nurl = \"http://h/\"\n{shared}"))
-                .message
-                .contains("shared sessions")
-        );
+        let p = parse(
+            "t.toml",
+            &format!("[target]\nurl = \"http://h/\"\n{shared}"),
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(p.load.sessions, Sessions::Shared);
         assert!(
             err(&format!(
                 "[target]\ntransport = \"websocket\"\nurl = \"http://h/\"\n{base}"
@@ -1229,7 +1634,18 @@ mod tests {
             .message
             .contains("ws(s)")
         );
-        assert!(err(&format!("[target]\ntransport = \"sse\"\nurl = \"http://h/\"\nprotocol = \"2026-07-28\"\n{base}")).message.contains("predates"));
+        // HTTP+SSE is deprecated, not gone, in 2026-07-28: servers that keep it may serve
+        // either era on it.
+        assert!(
+            parse(
+                "t.toml",
+                &format!(
+                    "[target]\ntransport = \"sse\"\nurl = \"http://h/\"\nprotocol = \"auto\"\n{base}"
+                ),
+                &|_| None
+            )
+            .is_ok()
+        );
         assert!(
             err(&format!(
                 "[target]\nurl = \"http://h/\"\ntls = {{ insecure = true }}\n{base}"

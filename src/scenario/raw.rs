@@ -16,6 +16,19 @@ pub struct RawScenario {
     pub load: Option<Spanned<RawLoad>>,
     #[serde(default)]
     pub workload: Vec<Spanned<RawWorkload>>,
+    pub find_max: Option<Spanned<RawFindMax>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFindMax {
+    pub start: Option<Spanned<f64>>,
+    pub step: Option<Spanned<f64>>,
+    pub factor: Option<Spanned<f64>>,
+    pub max: Option<Spanned<f64>>,
+    pub step_duration: Option<Spanned<String>>,
+    pub p99: Option<Spanned<String>>,
+    pub error_rate: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,11 +73,27 @@ pub struct RawEmbedded {
 pub struct RawLoad {
     pub model: Option<Spanned<String>>,
     pub concurrency: Option<Spanned<u32>>,
+    pub rate: Option<Spanned<f64>>,
+    pub arrival: Option<Spanned<String>>,
+    pub max_in_flight: Option<Spanned<u32>>,
+    pub max_queued: Option<Spanned<u32>>,
     pub duration: Option<Spanned<String>>,
+    pub requests: Option<Spanned<u64>>,
     pub warmup: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
+    pub think: Option<Spanned<String>>,
     pub workers: Option<Spanned<u32>>,
     pub sessions: Option<Spanned<String>>,
+    #[serde(default)]
+    pub stages: Vec<Spanned<RawStage>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStage {
+    pub duration: Spanned<String>,
+    pub rate: Option<Spanned<f64>>,
+    pub concurrency: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,65 +103,19 @@ pub struct RawWorkload {
     pub tool: Option<Spanned<String>>,
     pub weight: Option<Spanned<u32>>,
     pub progress: Option<Spanned<bool>>,
+    pub rows: Option<Spanned<String>>,
     pub arguments: Option<Spanned<toml::Table>>,
 }
 
 /// Every key the format knows, per table, for "did you mean" hints.
+#[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
-    (
-        "",
-        &[
-            "name",
-            "description",
-            "target",
-            "embedded",
-            "load",
-            "workload",
-        ],
-    ),
-    (
-        "target",
-        &[
-            "transport",
-            "url",
-            "command",
-            "env",
-            "cwd",
-            "protocol",
-            "http",
-            "tls",
-            "headers",
-        ],
-    ),
+    ("", &["name", "description", "target", "embedded", "load", "workload", "find_max"]),
+    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers"]),
     ("target.tls", &["ca", "insecure"]),
-    (
-        "embedded",
-        &[
-            "transport",
-            "protocol",
-            "http",
-            "response",
-            "catalog",
-            "page_size",
-            "backend_latency",
-            "backend_error_rate",
-            "backend_payload",
-        ],
-    ),
-    (
-        "load",
-        &[
-            "model",
-            "concurrency",
-            "duration",
-            "warmup",
-            "timeout",
-            "workers",
-            "sessions",
-        ],
-    ),
-    (
-        "workload",
-        &["method", "tool", "weight", "progress", "arguments"],
-    ),
+    ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
+    ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),
+    ("load.stages", &["duration", "rate", "concurrency"]),
+    ("workload", &["method", "tool", "weight", "progress", "rows", "arguments"]),
+    ("find_max", &["start", "step", "factor", "max", "step_duration", "p99", "error_rate"]),
 ];

@@ -6,6 +6,11 @@
 //! itself, so no task is spawned and dropping the body (the client closed the stream) drops
 //! the work — which is exactly the 2026-07-28 rule "closing the stream cancels the request".
 //! Messages are compact JSON (no raw newline), so each fits one `data:` line.
+//!
+//! A stream given a [`Park`] hook supports SEP-1699 polling (2025-11-25): when its work sends
+//! [`PARK`] (an empty message), the stream writes a `retry:` field and ends the HTTP response
+//! *without* ending the MCP stream — everything still to come (channel, event ids, the work
+//! itself, paused) is handed to the hook, and a GET with `Last-Event-ID` picks it up again.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,6 +26,16 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Work a stream drives until it completes.
 pub type Work = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where a stream goes when its work parks it (see the module doc).
+pub type Park = Box<dyn FnOnce(SseStream) + Send>;
+
+/// The message that parks a stream with a [`Park`] hook; other streams ignore it.
+pub const PARK: Bytes = Bytes::new();
+
+/// The `retry` (ms) sent before the server closes a parked stream's connection: how long the
+/// client waits before it resumes.
+pub const RETRY_MS: u64 = 200;
 
 /// A response body.
 pub struct Body(Inner);
@@ -66,6 +81,16 @@ impl EventIds {
         EventIds { stream, next: 0 }
     }
 
+    /// The stream's number (the part before `-` in its event ids).
+    pub fn stream(&self) -> u64 {
+        self.stream
+    }
+
+    /// The sequence number of the last id written, if any.
+    pub fn last(&self) -> Option<u64> {
+        self.next.checked_sub(1)
+    }
+
     fn write_next(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(itoa::Buffer::new().format(self.stream).as_bytes());
@@ -103,6 +128,18 @@ pub struct SseStream {
     keepalive: Option<Interval>,
     closing: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     _guard: Option<Box<dyn Send>>,
+    park: Option<Park>,
+    /// Parked: the response ends here.
+    ended: bool,
+}
+
+impl std::fmt::Debug for SseStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseStream")
+            .field("last_event", &self.last_event())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SseStream {
@@ -116,6 +153,36 @@ impl SseStream {
             keepalive: None,
             closing: None,
             _guard: None,
+            park: None,
+            ended: false,
+        }
+    }
+
+    /// Lets the work park the stream (see the module doc).
+    pub fn park(mut self, hook: Park) -> Self {
+        self.park = Some(hook);
+        self
+    }
+
+    /// The stream number and sequence number of the last event id written.
+    pub fn last_event(&self) -> Option<(u64, u64)> {
+        let ids = self.ids.as_ref()?;
+        Some((ids.stream(), ids.last()?))
+    }
+
+    /// Everything but the parked response: what a resumed stream continues with.
+    fn take_rest(&mut self) -> SseStream {
+        let (_, closed) = mpsc::channel(1);
+        SseStream {
+            first: None,
+            rx: std::mem::replace(&mut self.rx, closed),
+            ids: self.ids.take(),
+            work: self.work.take(),
+            keepalive: self.keepalive.take(),
+            closing: self.closing.take(),
+            _guard: self._guard.take(),
+            park: None,
+            ended: false,
         }
     }
 
@@ -158,6 +225,9 @@ impl SseStream {
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
         if let Some(b) = self.first.take() {
             return Poll::Ready(Some(b));
         }
@@ -166,14 +236,24 @@ impl SseStream {
         {
             self.work = None;
         }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(msg)) => {
-                let mut ev = Vec::with_capacity(msg.len() + 40);
-                write_event(&mut ev, self.ids.as_mut(), &msg);
-                return Poll::Ready(Some(Bytes::from(ev)));
+        loop {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(msg)) if msg.is_empty() => {
+                    if let Some(park) = self.park.take() {
+                        park(self.take_rest());
+                        self.ended = true;
+                        let retry = format!("retry: {RETRY_MS}\n\n");
+                        return Poll::Ready(Some(Bytes::from(retry)));
+                    }
+                }
+                Poll::Ready(Some(msg)) => {
+                    let mut ev = Vec::with_capacity(msg.len() + 40);
+                    write_event(&mut ev, self.ids.as_mut(), &msg);
+                    return Poll::Ready(Some(Bytes::from(ev)));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => break,
             }
-            Poll::Ready(None) => return Poll::Ready(None),
-            Poll::Pending => {}
         }
         if let Some(c) = self.closing.as_mut()
             && c.as_mut().poll(cx).is_ready()
@@ -257,6 +337,52 @@ mod tests {
         assert_eq!(frame.into_data().unwrap(), KEEPALIVE);
         stop.cancel();
         assert!(body.frame().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn parking_ends_the_response_and_hands_over_the_rest() {
+        let (tx, rx) = mpsc::channel(4);
+        let parked = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let slot = parked.clone();
+        let mut ids = EventIds::new(7);
+        let mut priming = Vec::new();
+        ids.priming(&mut priming);
+        let work: Work = Box::pin(async move {
+            let _ = tx.send(PARK).await;
+            let _ = tx.send(Bytes::from_static(b"{\"after\":1}")).await;
+        });
+        let body = Body::stream(
+            SseStream::new(rx)
+                .first(priming)
+                .ids(Some(ids))
+                .drive(work)
+                .park(Box::new(move |s| *slot.lock().unwrap() = Some(s))),
+        );
+        let text = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        assert_eq!(text, format!("id: 7-0\ndata:\n\nretry: {RETRY_MS}\n\n"));
+        let rest = parked.lock().unwrap().take().expect("the rest was parked");
+        assert_eq!(rest.last_event(), Some((7, 0)));
+        let text = String::from_utf8(
+            Body::stream(rest)
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
+        )
+        .unwrap();
+        assert_eq!(text, "id: 7-1\nevent: message\ndata: {\"after\":1}\n\n");
+        // Without a hook the park message is ignored.
+        let (tx, rx) = mpsc::channel(4);
+        tx.send(PARK).await.unwrap();
+        tx.send(Bytes::from_static(b"{}")).await.unwrap();
+        drop(tx);
+        let text = Body::stream(SseStream::new(rx))
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(text, "event: message\ndata: {}\n\n");
     }
 
     #[tokio::test]

@@ -1,14 +1,20 @@
-//! Requests in flight per session, so `notifications/cancelled` can stop them.
+//! Requests in flight per session, in both directions.
 //!
-//! Only `tools/call` is registered: every other request is answered before the next message of
-//! the session is read, so a cancel for it is always late (and late cancels are ignored). A
-//! registration is a [`Ticket`]; dropping it (the request finished, was cancelled, or its task
-//! was dropped) removes the entry, so the map never outlives the work it describes.
+//! Client requests, so `notifications/cancelled` can stop them: only `tools/call` is
+//! registered, since every other request is answered before the next message of the session is
+//! read, so a cancel for it is always late (and late cancels are ignored). A registration is a
+//! [`Ticket`]; dropping it (the request finished, was cancelled, or its task was dropped)
+//! removes the entry, so the map never outlives the work it describes.
+//!
+//! Server requests (`sampling/createMessage`, `elicitation/create` from the conformance
+//! fixtures), so the client's response — which arrives as a message of its own — reaches the
+//! call waiting for it: a [`Question`] is registered the same way and unregisters on drop.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
+use bytes::Bytes;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// A request id, normalised so that `"a"` and `"\u0061"` name the same request.
@@ -39,6 +45,9 @@ struct Entries {
     running: usize,
     next: u64,
     closed: bool,
+    /// Server requests waiting for the client's response, by the id the server gave them.
+    asked: HashMap<u64, oneshot::Sender<Bytes>>,
+    next_ask: u64,
 }
 
 /// The cancellable requests of one session (an HTTP session, a stdio or WebSocket connection).
@@ -69,6 +78,11 @@ impl Ticket {
     pub fn is_cancelled(&self) -> bool {
         self.token.is_cancelled()
     }
+
+    /// The session's table this request is registered in.
+    pub fn session(&self) -> &Arc<InFlight> {
+        &self.owner
+    }
 }
 
 impl Drop for Ticket {
@@ -86,6 +100,32 @@ impl Drop for Ticket {
         if e.running == 0 {
             self.owner.idle.notify_waiters();
         }
+    }
+}
+
+/// A server request waiting for the client's response; dropping it unregisters the request.
+#[derive(Debug)]
+pub struct Question {
+    owner: Arc<InFlight>,
+    seq: u64,
+    rx: oneshot::Receiver<Bytes>,
+}
+
+impl Question {
+    /// The request's id as raw JSON (a string, so it cannot collide with client ids in logs).
+    pub fn id(&self) -> String {
+        format!("\"mcpbench-{}\"", self.seq)
+    }
+
+    /// The client's response message, or `None` if the session ended first.
+    pub async fn answer(&mut self) -> Option<Bytes> {
+        (&mut self.rx).await.ok()
+    }
+}
+
+impl Drop for Question {
+    fn drop(&mut self) {
+        self.owner.lock().asked.remove(&self.seq);
     }
 }
 
@@ -141,10 +181,43 @@ impl InFlight {
         }
     }
 
-    /// Cancels everything running now and everything registered later (the session ended).
+    /// Registers a server request; `None` once the session has ended.
+    pub fn ask(self: &Arc<Self>) -> Option<Question> {
+        let (tx, rx) = oneshot::channel();
+        let mut e = self.lock();
+        if e.closed {
+            return None;
+        }
+        e.next_ask += 1;
+        let seq = e.next_ask;
+        e.asked.insert(seq, tx);
+        drop(e);
+        Some(Question {
+            owner: self.clone(),
+            seq,
+            rx,
+        })
+    }
+
+    /// Hands a client response (raw JSON id, whole message) to the server request it answers;
+    /// false if none waits for it (unknown, late, or not one of ours).
+    pub fn answer(&self, id: &str, message: Bytes) -> bool {
+        let seq = match IdKey::parse(id) {
+            Some(IdKey::Str(s)) => s.strip_prefix("mcpbench-").and_then(|n| n.parse().ok()),
+            _ => None,
+        };
+        let Some(tx) = seq.and_then(|seq| self.lock().asked.remove(&seq)) else {
+            return false;
+        };
+        tx.send(message).is_ok()
+    }
+
+    /// Cancels everything running now and everything registered later (the session ended);
+    /// server requests waiting for an answer give up.
     pub fn cancel_all(&self) {
         let mut e = self.lock();
         e.closed = true;
+        e.asked.clear();
         for (_, t) in e.by_id.values() {
             t.cancel();
         }
@@ -225,5 +298,37 @@ mod tests {
         );
         drop((c, dup, odd));
         assert_eq!(f.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn server_requests_get_their_answers() {
+        let f = InFlight::new();
+        let mut q = f.ask().unwrap();
+        let id = q.id();
+        assert!(
+            !f.answer("\"mcpbench-99\"", Bytes::new()),
+            "unknown ids are ignored"
+        );
+        assert!(
+            !f.answer("7", Bytes::new()),
+            "client-style ids are not ours"
+        );
+        assert!(f.answer(&id, Bytes::from_static(b"{}")));
+        assert_eq!(q.answer().await.unwrap(), "{}");
+        assert!(!f.answer(&id, Bytes::new()), "a second answer is late");
+        let q2 = f.ask().unwrap();
+        let id2 = q2.id();
+        drop(q2);
+        assert!(
+            !f.answer(&id2, Bytes::new()),
+            "dropping a question unregisters it"
+        );
+        let mut q3 = f.ask().unwrap();
+        f.cancel_all();
+        assert!(
+            q3.answer().await.is_none(),
+            "ending the session ends the wait"
+        );
+        assert!(f.ask().is_none());
     }
 }

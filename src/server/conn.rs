@@ -17,9 +17,10 @@ use bytes::Bytes;
 use super::State;
 use super::cancel::InFlight;
 use super::dispatch::{
-    Kind, MODERN, Params, Peer, Pending, Sink, check_modern, error_body, is_batch, on_notification,
-    parse, rejection_body, write_array,
+    Io, Kind, MODERN, Params, Peer, Pending, Sink, check_modern, error_body, is_batch,
+    on_notification, on_response, parse, rejection_body, write_array,
 };
+use super::peer::ClientState;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
@@ -43,6 +44,7 @@ pub struct Conn {
     revision: OnceLock<Revision>,
     initialized: AtomicBool,
     inflight: Arc<InFlight>,
+    client: ClientState,
 }
 
 impl Conn {
@@ -54,6 +56,7 @@ impl Conn {
             revision: OnceLock::new(),
             initialized: AtomicBool::new(false),
             inflight: InFlight::new(),
+            client: ClientState::default(),
         })
     }
 
@@ -92,6 +95,7 @@ impl Conn {
             rev,
             initialized: &self.initialized,
             inflight: &self.inflight,
+            client: &self.client,
         }
     }
 
@@ -111,7 +115,11 @@ impl Conn {
         let method = msg.method.as_deref().unwrap_or_default();
         let params = Params::parse(msg.params);
         let id = match kind {
-            Kind::Response => return Received::Nothing,
+            Kind::Response => {
+                let rev = self.revision().unwrap_or(Revision::LATEST_HANDSHAKE);
+                on_response(&self.peer(rev), &msg, &frame);
+                return Received::Nothing;
+            }
             Kind::Notification => {
                 let rev = self.revision().unwrap_or(Revision::LATEST_HANDSHAKE);
                 on_notification(&self.peer(rev), method, params.as_ref());
@@ -136,9 +144,10 @@ impl Conn {
                 ));
             }
             let (rev, out) = self.state.initialize(id, msg.params);
-            if let Some(rev) = rev {
+            if let Some((rev, caps)) = rev {
                 // A concurrent initialize cannot happen: frames are handled in order.
                 let _ = self.revision.set(rev);
+                self.client.set_caps(caps);
             }
             return reply(out);
         } else {
@@ -204,7 +213,7 @@ impl Conn {
         let conn = self.clone();
         tokio::spawn(async move {
             let _busy = conn.state.busy();
-            let responses = conn.state.finish_batch(items, Some(&conn.out)).await;
+            let responses = conn.state.finish_batch(items, Io::sink(&conn.out)).await;
             let out = match (array, responses.len()) {
                 (_, 0) => return,
                 (false, _) => responses.into_iter().next().unwrap_or_default(),

@@ -15,6 +15,10 @@
 //! Results are written straight to bytes (no JSON tree for the envelope); 2026-07-28 results get
 //! `resultType` and `_meta` serverInfo appended, and the 2026-07-28 `_meta` checks live in
 //! [`check_modern`].
+//!
+//! With `Config::conformance`, methods outside the benchmark set (prompts, resources,
+//! completions, `logging/setLevel`) and the fixture tools are answered by `fixtures`; the
+//! benchmark methods are matched first, so they pay nothing for it.
 
 use std::borrow::Cow;
 use std::pin::Pin;
@@ -30,6 +34,8 @@ use tokio::sync::mpsc;
 
 use super::State;
 use super::cancel::{InFlight, Ticket};
+use super::fixtures::{self, CallContext};
+use super::peer::{ClientCaps, ClientState};
 use super::tools::{self, Progress, ToolKind};
 use crate::protocol::jsonrpc::{code, write_json_str};
 use crate::protocol::version::Revision;
@@ -58,7 +64,7 @@ pub const MODERN_RESULT_TAIL: &str = concat!(
 /// How long 2026-07-28 clients may cache `server/discover` and `tools/list` results.
 pub const TTL_MS: u64 = 300_000;
 
-const INSTRUCTIONS: &str = "Reference MCP server of mcpbench: tools echo, sleep, payload, fail, cpu, progress, REST-backed search-contacts, get-invoice, create-ticket.";
+pub(super) const INSTRUCTIONS: &str = "Reference MCP server of mcpbench: tools echo, sleep, payload, fail, cpu, progress, REST-backed search-contacts, get-invoice, create-ticket.";
 
 /// The `server/discover` result (2026-07-28).
 const DISCOVER: &str = concat!(
@@ -290,6 +296,8 @@ pub fn sub(frame: &Bytes, s: &str) -> Bytes {
 struct InitializeParams<'a> {
     #[serde(rename = "protocolVersion", borrow)]
     protocol_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    capabilities: Option<&'a RawValue>,
 }
 
 /// The revision to answer an `initialize` with: the client's if supported, else our latest.
@@ -300,7 +308,8 @@ pub fn negotiate(requested: &str) -> Revision {
     }
 }
 
-/// Methods of the 2026-07-28 era this server implements; others are 404 + `-32601` on HTTP.
+/// Methods of the 2026-07-28 era the benchmark server implements; others are 404 + `-32601`
+/// on HTTP (see [`State::is_modern_method`] for the conformance fixtures' additions).
 pub fn is_modern_method(method: &str) -> bool {
     matches!(method, "server/discover" | "tools/list" | "tools/call")
 }
@@ -386,6 +395,29 @@ pub struct ToolCall {
     /// It will send progress notifications (a `progress` call with a token), so an HTTP
     /// transport must answer with a stream.
     pub streams: bool,
+    /// Conformance fixtures only: what the fixture needs to know about its request and client.
+    pub fixture: Option<CallContext>,
+}
+
+/// Where a running call's output goes besides its response.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Io<'a> {
+    /// Notifications (and server requests) before the response.
+    pub sink: Option<&'a Sink>,
+    /// The session's in-flight table, through which server requests get their answers.
+    pub session: Option<&'a Arc<InFlight>>,
+    /// The sink is an SSE stream that can be parked and resumed (SEP-1699).
+    pub resumable: bool,
+}
+
+impl<'a> Io<'a> {
+    /// Output to `sink` only.
+    pub fn sink(sink: &'a Sink) -> Self {
+        Io {
+            sink: Some(sink),
+            ..Io::default()
+        }
+    }
 }
 
 /// What [`State::begin`] decided.
@@ -395,6 +427,9 @@ pub enum Step {
     Done(Vec<u8>),
     /// A tool call to [`State::run`].
     Call(ToolCall),
+    /// Refused before it ran (2026-07-28 `-32021`: HTTP maps it to 400, like the `_meta`
+    /// checks); other transports send the error body.
+    Refused(Refusal),
 }
 
 /// A request of a session, answered or registered for running.
@@ -414,6 +449,11 @@ impl Pending {
     pub fn streams(&self) -> bool {
         matches!(self, Pending::Call { call, .. } if call.streams)
     }
+
+    /// The call may park its SSE stream (a conformance fixture, SEP-1699).
+    pub fn parks(&self) -> bool {
+        matches!(self, Pending::Call { call, .. } if call.fixture.as_ref().is_some_and(|f| f.parks))
+    }
 }
 
 /// The per-session state that notifications and batches touch.
@@ -422,6 +462,7 @@ pub struct Peer<'a> {
     pub rev: Revision,
     pub initialized: &'a AtomicBool,
     pub inflight: &'a Arc<InFlight>,
+    pub client: &'a ClientState,
 }
 
 /// Acts on a client notification: `initialized` and `cancelled`; others are ignored.
@@ -438,6 +479,14 @@ pub fn on_notification(peer: &Peer<'_>, method: &str, params: Option<&Params<'_>
     }
 }
 
+/// Hands a client's response (to a server request: sampling, elicitation) to the call waiting
+/// for it; `frame` is the response message. Responses nobody waits for are dropped.
+pub fn on_response(peer: &Peer<'_>, msg: &Message<'_>, frame: &Bytes) {
+    if let Some(id) = msg.id {
+        peer.inflight.answer(id.get(), frame.clone());
+    }
+}
+
 /// Counts one tool call in progress (see [`State::busy`]).
 #[derive(Debug)]
 pub struct Busy<'a>(&'a AtomicUsize);
@@ -449,8 +498,13 @@ impl Drop for Busy<'_> {
 }
 
 impl State {
-    /// Answers `initialize`: the negotiated revision and the response bytes.
-    pub fn initialize(&self, id: &str, params: Option<&RawValue>) -> (Option<Revision>, Vec<u8>) {
+    /// Answers `initialize`: the negotiated revision with the client's declared capabilities,
+    /// and the response bytes.
+    pub fn initialize(
+        &self,
+        id: &str,
+        params: Option<&RawValue>,
+    ) -> (Option<(Revision, ClientCaps)>, Vec<u8>) {
         let mut out = Vec::with_capacity(384);
         let Some(p) =
             params.and_then(|p| serde_json::from_str::<InitializeParams<'_>>(p.get()).ok())
@@ -465,10 +519,21 @@ impl State {
             return (None, out);
         };
         let rev = negotiate(&p.protocol_version);
+        // Only the conformance fixtures ever ask the client for anything.
+        let caps = match p.capabilities {
+            Some(c) if self.config.conformance => ClientCaps::parse(c.get()),
+            _ => ClientCaps::default(),
+        };
         let mut result = Vec::with_capacity(320);
         result.extend_from_slice(br#"{"protocolVersion":""#);
         result.extend_from_slice(rev.as_str().as_bytes());
-        result.extend_from_slice(br#"","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"mcpbench-reference","#);
+        result.extend_from_slice(br#"","capabilities":"#);
+        result.extend_from_slice(if self.config.conformance {
+            fixtures::capabilities(rev).as_bytes()
+        } else {
+            br#"{"tools":{"listChanged":false}}"#
+        });
+        result.extend_from_slice(br#","serverInfo":{"name":"mcpbench-reference","#);
         if rev.has_tool_title() {
             result.extend_from_slice(br#""title":"mcpbench reference server","#);
         }
@@ -478,11 +543,19 @@ impl State {
         write_json_str(&mut result, INSTRUCTIONS);
         result.push(b'}');
         write_result(&mut out, id, &result);
-        (Some(rev), out)
+        (Some((rev, caps)), out)
+    }
+
+    /// Methods of 2026-07-28 this server answers (the conformance fixtures add prompts,
+    /// resources and completions).
+    pub fn is_modern_method(&self, method: &str) -> bool {
+        is_modern_method(method)
+            || (self.config.conformance && fixtures::MODERN_METHODS.contains(&method))
     }
 
     /// Handles a request other than `initialize` under revision `rev` (2026-07-28: already
-    /// past [`check_modern`]). `frame` is the buffer the message was parsed from.
+    /// past [`check_modern`]). `frame` is the message (the buffer it was parsed from); `peer`
+    /// its session, if it has one.
     pub fn begin(
         &self,
         rev: Revision,
@@ -490,6 +563,7 @@ impl State {
         method: &str,
         params: Option<&Params<'_>>,
         frame: &Bytes,
+        peer: Option<&Peer<'_>>,
     ) -> Step {
         let modern = !rev.has_handshake();
         let mut out = Vec::with_capacity(256);
@@ -498,7 +572,11 @@ impl State {
         };
         match method {
             "ping" if !modern => write_result(&mut out, id, b"{}"),
-            "server/discover" if modern => write_result(&mut out, id, DISCOVER.as_bytes()),
+            "server/discover" if modern => write_result(
+                &mut out,
+                id,
+                self.discover.as_deref().unwrap_or(DISCOVER.as_bytes()),
+            ),
             "tools/list" => match params {
                 None => invalid("Invalid params"),
                 Some(p) => match self.registry.page(rev, p.cursor.as_deref()) {
@@ -511,7 +589,11 @@ impl State {
                     invalid("Invalid params: tools/call needs a name");
                     return Step::Done(out);
                 };
-                let Some((index, tool)) = self.registry.find(name) else {
+                let found = self.registry.find(name).filter(|(_, t)| match t.kind {
+                    ToolKind::Fixture(f) => f.available(rev),
+                    _ => true,
+                });
+                let Some((index, tool)) = found else {
                     invalid(&format!("Unknown tool: {name}"));
                     return Step::Done(out);
                 };
@@ -525,11 +607,23 @@ impl State {
                         return Step::Done(out);
                     }
                 };
+                let (streams, fixture) = match tool.kind {
+                    ToolKind::Progress => (progress.is_some(), None),
+                    ToolKind::Fixture(f) => {
+                        let ctx = CallContext::new(f, rev, frame, peer, params);
+                        if modern && let Some(r) = f.refusal(&ctx) {
+                            return Step::Refused(r);
+                        }
+                        (f.streams(rev, &ctx, progress.is_some()), Some(ctx))
+                    }
+                    _ => (false, None),
+                };
                 return Step::Call(ToolCall {
                     tool: index,
                     arguments: p.arguments.map(|a| sub(frame, a.get())),
-                    streams: progress.is_some() && tool.kind == ToolKind::Progress,
+                    streams,
                     progress,
+                    fixture,
                 });
             }
             "initialize" if !modern => write_error(
@@ -539,25 +633,28 @@ impl State {
                 "Invalid Request: the session is already initialized",
                 None,
             ),
-            _ => write_error(
-                &mut out,
-                Some(id),
-                code::METHOD_NOT_FOUND,
-                "Method not found",
-                None,
-            ),
+            _ => match self
+                .config
+                .conformance
+                .then(|| fixtures::answer(rev, id, method, frame, peer))
+                .flatten()
+            {
+                Some(answer) => return Step::Done(answer),
+                None => write_error(
+                    &mut out,
+                    Some(id),
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    None,
+                ),
+            },
         }
         Step::Done(out)
     }
 
-    /// Runs a tool call: progress notifications (if any) go to `sink`, the response is returned.
-    pub async fn run(
-        &self,
-        rev: Revision,
-        id: &str,
-        call: &ToolCall,
-        sink: Option<&Sink>,
-    ) -> Vec<u8> {
+    /// Runs a tool call: progress notifications (if any) go to `io.sink`, the response is
+    /// returned.
+    pub async fn run(&self, rev: Revision, id: &str, call: &ToolCall, io: Io<'_>) -> Vec<u8> {
         let Some(tool) = self.registry.tool(call.tool) else {
             return error_body(Some(id), code::INTERNAL_ERROR, "Internal error");
         };
@@ -566,7 +663,14 @@ impl State {
             Some(a) => serde_json::from_slice(a).unwrap_or(Value::Null),
             None => Value::Object(Default::default()),
         };
-        let progress = match (sink, &call.progress) {
+        if let (ToolKind::Fixture(f), Some(ctx)) = (tool.kind, &call.fixture) {
+            let progress = call.progress.as_deref();
+            let result = fixtures::call(f, rev, &args, ctx, progress, io).await;
+            let mut out = Vec::with_capacity(result.len() + 48);
+            write_result(&mut out, id, &result);
+            return out;
+        }
+        let progress = match (io.sink, &call.progress) {
             (Some(sink), Some(token)) => Some(Progress { token, sink }),
             _ => None,
         };
@@ -581,7 +685,7 @@ impl State {
     }
 
     /// [`begin`](Self::begin) and [`run`](Self::run) in one, for callers that neither cancel
-    /// nor stream.
+    /// nor stream and have no session.
     pub async fn handle(
         &self,
         rev: Revision,
@@ -591,9 +695,16 @@ impl State {
         frame: &Bytes,
         sink: Option<&Sink>,
     ) -> Vec<u8> {
-        match self.begin(rev, id, method, params, frame) {
+        match self.begin(rev, id, method, params, frame, None) {
             Step::Done(out) => out,
-            Step::Call(call) => self.run(rev, id, &call, sink).await,
+            Step::Refused(r) => r.body(Some(id)),
+            Step::Call(call) => {
+                let io = Io {
+                    sink,
+                    ..Io::default()
+                };
+                self.run(rev, id, &call, io).await
+            }
         }
     }
 
@@ -607,8 +718,9 @@ impl State {
         method: &str,
         params: Option<&Params<'_>>,
     ) -> Pending {
-        match self.begin(rev, id, method, params, frame) {
+        match self.begin(rev, id, method, params, frame, Some(peer)) {
             Step::Done(out) => Pending::Ready(out),
+            Step::Refused(r) => Pending::Ready(r.body(Some(id))),
             Step::Call(call) => Pending::Call {
                 id: sub(frame, id),
                 rev,
@@ -618,8 +730,9 @@ impl State {
         }
     }
 
-    /// Completes a prepared request: its response, or `None` if it was cancelled.
-    pub async fn finish(&self, pending: Pending, sink: Option<&Sink>) -> Option<Vec<u8>> {
+    /// Completes a prepared request: its response, or `None` if it was cancelled. `io.session`
+    /// is filled in from the request's registration.
+    pub async fn finish(&self, pending: Pending, io: Io<'_>) -> Option<Vec<u8>> {
         match pending {
             Pending::Ready(out) => Some(out),
             Pending::Call {
@@ -629,10 +742,14 @@ impl State {
                 ticket,
             } => {
                 let id = std::str::from_utf8(&id).unwrap_or("null");
+                let io = Io {
+                    session: Some(ticket.session()),
+                    ..io
+                };
                 tokio::select! {
                     biased;
                     () = ticket.cancelled() => None,
-                    out = self.run(rev, id, &call, sink) => Some(out),
+                    out = self.run(rev, id, &call, io) => Some(out),
                 }
             }
         }
@@ -662,6 +779,8 @@ impl State {
         }
         let mut pending = Vec::with_capacity(items.len());
         for item in items {
+            // The item's own bytes, so what reads "the message" later reads this one.
+            let frame = sub(frame, item.get());
             let parsed = parse(item.get().as_bytes()).and_then(|m| m.kind().map(|k| (m, k)));
             let (msg, kind) = match parsed {
                 Ok(x) => x,
@@ -673,7 +792,7 @@ impl State {
             let method = msg.method.as_deref().unwrap_or_default();
             let params = Params::parse(msg.params);
             match kind {
-                Kind::Response => {}
+                Kind::Response => on_response(peer, &msg, &frame),
                 Kind::Notification => on_notification(peer, method, params.as_ref()),
                 Kind::Request { id } if method == "initialize" => {
                     pending.push(Pending::Ready(error_body(
@@ -683,7 +802,7 @@ impl State {
                     )));
                 }
                 Kind::Request { id } => {
-                    pending.push(self.prepare(peer, peer.rev, frame, id, method, params.as_ref()));
+                    pending.push(self.prepare(peer, peer.rev, &frame, id, method, params.as_ref()));
                 }
             }
         }
@@ -691,8 +810,8 @@ impl State {
     }
 
     /// Runs a prepared batch concurrently; responses in request order, cancelled ones left out.
-    pub async fn finish_batch(&self, items: Vec<Pending>, sink: Option<&Sink>) -> Vec<Vec<u8>> {
-        join_all(items.into_iter().map(|p| self.finish(p, sink)).collect())
+    pub async fn finish_batch(&self, items: Vec<Pending>, io: Io<'_>) -> Vec<Vec<u8>> {
+        join_all(items.into_iter().map(|p| self.finish(p, io)).collect())
             .await
             .into_iter()
             .flatten()

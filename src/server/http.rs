@@ -6,6 +6,9 @@
 //! sends progress (or a batch answered as SSE) gets a streamed body, which drives the call
 //! itself. Cancellation (`notifications/cancelled` on another POST) ends a call early: a JSON
 //! response becomes `202 Accepted` with an empty body, an SSE stream ends without a response.
+//!
+//! There is no standalone GET stream (405); a GET with `Last-Event-ID` resumes a stream the
+//! server parked (SEP-1699 polling, only the conformance fixture `test_reconnection` parks).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -20,10 +23,10 @@ use tokio::sync::mpsc;
 pub use super::body::Body;
 use super::body::{SseStream, write_event};
 use super::dispatch::{
-    self, Kind, MODERN, Params, Pending, Rejection, is_batch, on_notification, rejection_body,
-    write_array, write_error,
+    self, Io, Kind, MODERN, Params, Pending, Rejection, is_batch, on_notification, on_response,
+    rejection_body, write_array, write_error,
 };
-use super::session::Session;
+use super::session::{ResumeError, Session};
 use super::{ResponseMode, State, legacy_sse, stateless, ws};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
@@ -246,7 +249,7 @@ pub async fn handle(
         Route::Mcp => match *req.method() {
             Method::POST => post(state, req).await,
             Method::DELETE => delete(state, &req),
-            Method::GET => method_not_allowed("POST, DELETE"),
+            Method::GET => resume(state, &req),
             _ => method_not_allowed("POST, GET, DELETE"),
         },
         Route::Sse => legacy_sse::open(state, &req),
@@ -272,6 +275,44 @@ fn delete(state: &State, req: &Request<Incoming>) -> Response<Body> {
             respond(StatusCode::OK, None, Body::empty())
         }
         Some(_) => http_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+    }
+}
+
+/// GET: only the resumption of a parked stream (`Last-Event-ID: <stream>-<n>`, this server's
+/// event ids); without one there is no server stream to open.
+fn resume(state: &State, req: &Request<Incoming>) -> Response<Body> {
+    let headers = req.headers();
+    let modern =
+        headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
+    // 2026-07-28 has no GET stream and ignores Last-Event-ID (mcp-protocol.md §7.2).
+    let Some(last) = headers.get("last-event-id").filter(|_| !modern) else {
+        return method_not_allowed("POST, DELETE");
+    };
+    let session = match session_of(state, headers) {
+        Ok(s) => s,
+        Err(e) => return e.response(),
+    };
+    let parsed = last
+        .to_str()
+        .ok()
+        .and_then(|v| v.split_once('-'))
+        .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    let resumed = match parsed {
+        Some((stream, seq)) => session.resume(stream, seq),
+        None => Err(ResumeError::Unknown),
+    };
+    match resumed {
+        Ok(s) => sse(Body::stream(s)),
+        Err(ResumeError::Unknown) => http_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "Bad Request: no stream of this session waits to be resumed from that Last-Event-ID",
+        ),
+        Err(ResumeError::Gap) => http_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "Bad Request: that is not the stream's last event, and this server replays no events",
+        ),
     }
 }
 
@@ -339,11 +380,14 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
             );
         };
         let (rev, out) = state.initialize(id, msg.params);
-        let Some(rev) = rev else {
+        let Some((rev, caps)) = rev else {
             return reply(state, None, out, None);
         };
         return match state.sessions.create(rev) {
-            Ok(session) => reply(state, Some(&session), out, Some(session.header_value())),
+            Ok(session) => {
+                session.client.set_caps(caps);
+                reply(state, Some(&session), out, Some(session.header_value()))
+            }
             Err(_) => http_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 code::INTERNAL_ERROR,
@@ -361,7 +405,10 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
             on_notification(&session.peer(), method, params.as_ref());
             accepted()
         }
-        Kind::Response => accepted(),
+        Kind::Response => {
+            on_response(&session.peer(), &msg, &body);
+            accepted()
+        }
         Kind::Request { id } => {
             let pending = state.prepare(
                 &session.peer(),
@@ -375,7 +422,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 return stream(state, session, vec![pending]);
             }
             let _busy = matches!(pending, Pending::Call { .. }).then(|| state.busy());
-            match state.finish(pending, None).await {
+            match state.finish(pending, Io::default()).await {
                 Some(out) => reply(state, Some(&session), out, None),
                 None => cancelled(state, &session),
             }
@@ -416,10 +463,13 @@ fn session_of(state: &State, headers: &HeaderMap) -> Result<Arc<Session>, Sessio
         .sessions
         .get(sid.as_bytes())
         .ok_or(SessionError::Unknown)?;
-    // 2025-06-18+: the header names the negotiated revision; absent means 2025-03-26.
+    // 2025-06-18+: the header names the negotiated revision; absent means 2025-03-26. A header
+    // naming 2025-03-26 (the revision without the header) says no more than its absence, so it
+    // is accepted on any session like no header is (the TypeScript SDK and the conformance
+    // suite send it on requests of their own making).
     if let Some(v) = headers.get(VERSION) {
         match v.to_str().ok().and_then(|s| s.parse::<Revision>().ok()) {
-            Some(r) if r == session.revision => {}
+            Some(r) if r == session.revision || r == Revision::V2025_03_26 => {}
             _ => return Err(SessionError::Version),
         }
     }
@@ -452,7 +502,7 @@ async fn batch(state: &Arc<State>, headers: &HeaderMap, body: Bytes) -> Response
         return stream(state, session, items);
     }
     let busy = state.busy();
-    let responses = state.finish_batch(items, None).await;
+    let responses = state.finish_batch(items, Io::default()).await;
     drop(busy);
     if responses.is_empty() {
         // Every request in it was cancelled.
@@ -462,7 +512,8 @@ async fn batch(state: &Arc<State>, headers: &HeaderMap, body: Bytes) -> Response
 }
 
 /// Answers prepared requests as an SSE stream that drives them: progress notifications, then
-/// each response. Dropping the stream stops the work.
+/// each response. Dropping the stream stops the work. A stream with event ids whose call may
+/// park it (SEP-1699) can be resumed with GET.
 fn stream(state: &Arc<State>, session: Arc<Session>, items: Vec<Pending>) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let mut ids = session.event_ids();
@@ -470,10 +521,15 @@ fn stream(state: &Arc<State>, session: Arc<Session>, items: Vec<Pending>) -> Res
     if let Some(ids) = ids.as_mut() {
         ids.priming(&mut first);
     }
+    let resumable = ids.is_some() && items.iter().any(Pending::parks);
     let runner = state.clone();
     let work = Box::pin(async move {
         let _busy = runner.busy();
-        let responses = runner.finish_batch(items, Some(&tx)).await;
+        let io = Io {
+            resumable,
+            ..Io::sink(&tx)
+        };
+        let responses = runner.finish_batch(items, io).await;
         for r in responses {
             if tx.send(Bytes::from(r)).await.is_err() {
                 break;
@@ -487,6 +543,9 @@ fn stream(state: &Arc<State>, session: Arc<Session>, items: Vec<Pending>) -> Res
         .until(state.closing.clone());
     if !first.is_empty() {
         s = s.first(first);
+    }
+    if resumable {
+        s = s.park(Box::new(move |rest| session.park(rest)));
     }
     sse(Body::stream(s))
 }

@@ -10,11 +10,15 @@
 //! ```text
 //! dispatch    transport-independent JSON-RPC: begin/run a request, batches, 2026-07-28 _meta
 //! cancel      in-flight requests per session (notifications/cancelled)
-//! tools       tool registry, pre-rendered tools/list pages per revision group, tool bodies
+//! tools       tool registry, pre-rendered tools/list pages per revision, tool bodies
+//! fixtures    the conformance suite's fixtures: test_* tools, prompts, resources, completions
+//!             (only with Config::conformance)
+//! peer        what a session knows about its client: capabilities, log level, subscriptions
 //! schema      inputSchema validation
 //! backend     pooled REST client for the REST-backed tools
 //! body        response bodies: complete, or SSE streams (event ids, keep-alives, driven work)
-//! http        routing, Host/Origin checks, Streamable HTTP at /mcp (handshake era)
+//! http        routing, Host/Origin checks, Streamable HTTP at /mcp (handshake era; GET only
+//!             resumes a parked stream)
 //! stateless   Streamable HTTP at /mcp for 2026-07-28 (headers, statuses)
 //! session     Streamable HTTP sessions
 //! conn        one session over an ordered message stream (stdio, WebSocket, legacy SSE)
@@ -35,8 +39,10 @@ pub mod cancel;
 pub mod conn;
 pub mod dispatch;
 mod embedded;
+pub mod fixtures;
 pub mod http;
 pub mod legacy_sse;
+pub mod peer;
 pub mod schema;
 pub mod session;
 pub mod stateless;
@@ -44,6 +50,9 @@ pub mod stdio;
 pub mod tls;
 pub mod tools;
 pub mod ws;
+
+#[cfg(test)]
+mod conformance_tests;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -108,6 +117,10 @@ pub struct Config {
     pub drain: Duration,
     /// Serve HTTPS/WSS (ALPN `h2`, `http/1.1`) instead of plain HTTP; see [`tls::load_pem`].
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Also serve the official conformance suite's fixtures (see [`fixtures`]): `test_*` tools
+    /// in `tools/list`, prompts, resources, completions, logging. Off by default, so the
+    /// benchmark catalog, its `tools/list` pages and the declared capabilities are unchanged.
+    pub conformance: bool,
 }
 
 impl Default for Config {
@@ -129,6 +142,7 @@ impl Default for Config {
             keepalive: Duration::from_secs(15),
             drain: mock_backend::accept::DEFAULT_GRACE,
             tls: None,
+            conformance: false,
         }
     }
 }
@@ -138,6 +152,8 @@ impl Default for Config {
 pub struct State {
     pub config: Config,
     pub registry: tools::Registry,
+    /// The `server/discover` result when it differs from the benchmark server's.
+    pub discover: Option<Vec<u8>>,
     pub backend: Option<backend::Backend>,
     /// Streamable HTTP sessions.
     pub sessions: session::Sessions,
@@ -151,7 +167,12 @@ pub struct State {
 impl State {
     pub fn new(config: Config) -> Self {
         State {
-            registry: tools::Registry::new(config.catalog, config.page_size),
+            registry: tools::Registry::with_fixtures(
+                config.catalog,
+                config.page_size,
+                config.conformance,
+            ),
+            discover: config.conformance.then(fixtures::discover),
             backend: config
                 .backend
                 .as_deref()
@@ -182,6 +203,7 @@ pub async fn serve_state(
     shutdown: impl Future<Output = ()>,
 ) {
     let reaper_state = state.clone();
+    let ending = state.clone();
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(10));
         loop {
@@ -222,4 +244,6 @@ pub async fn serve_state(
     })
     .await;
     reaper.abort();
+    // Parked streams (SEP-1699) hold calls that hold the state: end them with the sessions.
+    ending.sessions.clear();
 }

@@ -1,18 +1,21 @@
 //! Streamable HTTP sessions of the reference server (handshake era).
 //!
 //! A session is shared by every HTTP request that names it, so its in-flight map (for
-//! `notifications/cancelled`) sits behind a lock; everything else is atomics.
+//! `notifications/cancelled`) sits behind a lock; everything else is atomics — except what
+//! only the conformance fixtures touch (resource subscriptions, parked SSE streams), which is
+//! locked too.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
 
-use super::body::EventIds;
+use super::body::{EventIds, SseStream};
 use super::cancel::InFlight;
 use super::dispatch::Peer;
+use super::peer::ClientState;
 use crate::protocol::version::Revision;
 
 /// One client session, made by `initialize`.
@@ -24,10 +27,29 @@ pub struct Session {
     pub initialized: AtomicBool,
     /// Cancellable requests of this session.
     pub inflight: Arc<InFlight>,
+    /// Capabilities, log level and subscriptions of the client.
+    pub client: ClientState,
     /// SSE streams opened so far (numbers the event ids).
     streams: AtomicU64,
     last_seen_ms: AtomicU64,
+    /// Streams whose connection the server closed mid-call (SEP-1699), waiting for the client's
+    /// GET with `Last-Event-ID`, and when each was parked.
+    parked: Mutex<Vec<(SseStream, Instant)>>,
+    /// Something is parked (so reaping looks, and otherwise does not lock).
+    has_parked: AtomicBool,
 }
+
+/// A stream cannot be resumed from the given event id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeError {
+    /// No parked stream has that number.
+    Unknown,
+    /// The stream's last event is another one; this server keeps no events to replay.
+    Gap,
+}
+
+/// How long a parked stream waits for its client.
+const PARKED_FOR: Duration = Duration::from_secs(60);
 
 impl Session {
     /// The id as sent in `Mcp-Session-Id`: 32 lowercase hex digits (visible ASCII, unguessable).
@@ -40,7 +62,42 @@ impl Session {
             rev: self.revision,
             initialized: &self.initialized,
             inflight: &self.inflight,
+            client: &self.client,
         }
+    }
+
+    fn parked(&self) -> std::sync::MutexGuard<'_, Vec<(SseStream, Instant)>> {
+        self.parked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps a stream the server parked until the client resumes it (for at most a minute).
+    pub fn park(&self, stream: SseStream) {
+        let mut p = self.parked();
+        p.retain(|(_, at)| at.elapsed() < PARKED_FOR);
+        p.push((stream, Instant::now()));
+        self.has_parked.store(true, Ordering::Relaxed);
+    }
+
+    /// Drops parked streams nobody resumed in time (their calls end with them).
+    fn expire_parked(&self) {
+        if self.has_parked.load(Ordering::Relaxed) {
+            let mut p = self.parked();
+            p.retain(|(_, at)| at.elapsed() < PARKED_FOR);
+            self.has_parked.store(!p.is_empty(), Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the parked stream whose last event is `stream`-`seq` (`Last-Event-ID`).
+    pub fn resume(&self, stream: u64, seq: u64) -> Result<SseStream, ResumeError> {
+        let mut p = self.parked();
+        let i = p
+            .iter()
+            .position(|(s, _)| s.last_event().is_some_and(|(n, _)| n == stream))
+            .ok_or(ResumeError::Unknown)?;
+        if p[i].0.last_event() != Some((stream, seq)) {
+            return Err(ResumeError::Gap);
+        }
+        Ok(p.swap_remove(i).0)
     }
 
     /// Event ids for a new SSE stream of this session, when its revision has them: 2025-11-25
@@ -86,8 +143,11 @@ impl Sessions {
             revision,
             initialized: AtomicBool::new(false),
             inflight: InFlight::new(),
+            client: ClientState::default(),
             streams: AtomicU64::new(0),
             last_seen_ms: AtomicU64::new(self.now_ms()),
+            parked: Mutex::new(Vec::new()),
+            has_parked: AtomicBool::new(false),
         });
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= self.max {
@@ -127,19 +187,32 @@ impl Sessions {
         self.map.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Ends every session (server shutdown): their calls are cancelled, parked streams dropped.
+    pub fn clear(&self) {
+        let all = std::mem::take(&mut *self.map.write().unwrap_or_else(|e| e.into_inner()));
+        for s in all.values() {
+            s.inflight.cancel_all();
+            s.parked().clear();
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Drops sessions idle for longer than the idle limit; returns how many.
+    /// Drops sessions idle for longer than the idle limit, and streams parked for too long;
+    /// returns how many sessions.
     pub fn reap(&self) -> usize {
         let cutoff = self.now_ms().saturating_sub(self.idle.as_millis() as u64);
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
         map.retain(|_, s| {
             let keep = s.last_seen_ms.load(Ordering::Relaxed) >= cutoff;
-            if !keep {
+            if keep {
+                s.expire_parked();
+            } else {
                 s.inflight.cancel_all();
+                s.parked().clear();
             }
             keep
         });
@@ -173,5 +246,31 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(s.reap(), 1);
         assert!(s.is_empty());
+    }
+
+    #[tokio::test]
+    async fn parked_streams_resume_once_from_their_last_event() {
+        let s = Sessions::new(4, Duration::from_secs(60));
+        let a = s.create(Revision::V2025_11_25).unwrap();
+        let mut ids = a.event_ids().unwrap();
+        let mut priming = Vec::new();
+        ids.priming(&mut priming);
+        let (_tx, rx) = tokio::sync::mpsc::channel(1);
+        a.park(SseStream::new(rx).ids(Some(ids)));
+        let n = ids.stream();
+        assert_eq!(a.resume(n + 1, 0).unwrap_err(), ResumeError::Unknown);
+        assert_eq!(a.resume(n, 1).unwrap_err(), ResumeError::Gap);
+        assert_eq!(a.resume(n, 0).unwrap().last_event(), Some((n, 0)));
+        assert_eq!(
+            a.resume(n, 0).unwrap_err(),
+            ResumeError::Unknown,
+            "only once"
+        );
+        a.park(SseStream::new(tokio::sync::mpsc::channel(1).1).ids(Some(ids)));
+        s.clear();
+        assert!(
+            s.is_empty() && a.parked().is_empty(),
+            "shutdown drops parked streams"
+        );
     }
 }

@@ -19,9 +19,7 @@ use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::body::{Body, SseStream, write_event};
-use super::dispatch::{
-    Kind, MODERN, Params, Refusal, Step, ToolCall, check_modern, is_modern_method, sub,
-};
+use super::dispatch::{Io, Kind, MODERN, Params, Refusal, Step, ToolCall, check_modern, sub};
 use super::http::{VERSION, accepted, http_error, json, sse};
 use super::{ResponseMode, State};
 use crate::protocol::jsonrpc::code;
@@ -49,23 +47,27 @@ pub(super) async fn post(
     let checked = check_modern(params)
         .and_then(|()| check_headers(headers, method, params))
         .and_then(|()| {
-            if is_modern_method(method) {
+            if state.is_modern_method(method) {
                 Ok(())
             } else {
                 Err(Refusal::new(code::METHOD_NOT_FOUND, "Method not found"))
             }
         });
-    if let Err(r) = checked {
+    let refused = |r: Refusal| {
         let status = StatusCode::from_u16(r.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-        return json(status, r.body(Some(id)));
+        json(status, r.body(Some(id)))
+    };
+    if let Err(r) = checked {
+        return refused(r);
     }
-    match state.begin(MODERN, id, method, params, body) {
+    match state.begin(MODERN, id, method, params, body, None) {
         Step::Done(out) => reply(state, out),
+        Step::Refused(r) => refused(r),
         Step::Call(call) if call.streams => stream(state, sub(body, id), call),
         // Runs on this request's future: if the client goes away, hyper drops it.
         Step::Call(call) => {
             let _busy = state.busy();
-            reply(state, state.run(MODERN, id, &call, None).await)
+            reply(state, state.run(MODERN, id, &call, Io::default()).await)
         }
     }
 }
@@ -88,7 +90,7 @@ fn stream(state: &Arc<State>, id: Bytes, call: ToolCall) -> Response<Body> {
     let work = Box::pin(async move {
         let _busy = runner.busy();
         let id = std::str::from_utf8(&id).unwrap_or("null");
-        let out = runner.run(MODERN, id, &call, Some(&tx)).await;
+        let out = runner.run(MODERN, id, &call, Io::sink(&tx)).await;
         let _ = tx.send(Bytes::from(out)).await;
     });
     sse(Body::stream(

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::backend::{Backend, encode_query};
 use super::dispatch::{MODERN_RESULT_TAIL, SERVER_INFO, Sink, TTL_MS};
+use super::fixtures::Fixture;
 use super::schema;
 use crate::protocol::jsonrpc::write_json_str;
 use crate::protocol::version::Revision;
@@ -26,6 +27,8 @@ pub enum ToolKind {
     SearchContacts,
     GetInvoice,
     CreateTicket,
+    /// A conformance-suite fixture (only with `Config::conformance`); runs in `fixtures`.
+    Fixture(Fixture),
 }
 
 /// A tool definition.
@@ -219,32 +222,39 @@ fn synthetic_tool(i: usize) -> Tool {
     }
 }
 
-/// Revisions that render `tools/list` differently.
+/// Revisions that render `tools/list` differently: each its own (the conformance fixtures a
+/// session lists differ even between 2025-06-18 and 2025-11-25).
 fn render_group(rev: Revision) -> usize {
-    if !rev.has_handshake() {
-        3
-    } else if rev.has_tool_title() {
-        2
-    } else if rev.has_tool_annotations() {
-        1
-    } else {
-        0
+    match rev {
+        Revision::V2024_11_05 => 0,
+        Revision::V2025_03_26 => 1,
+        Revision::V2025_06_18 => 2,
+        Revision::V2025_11_25 => 3,
+        Revision::V2026_07_28 => 4,
     }
 }
 
-/// The server's tools, with `tools/list` pages pre-rendered for each revision group
-/// (2024-11-05; 2025-03-26; 2025-06-18 and 2025-11-25; 2026-07-28). The 2026-07-28 pages are
-/// complete results: `ttlMs`, `cacheScope`, `resultType` and `_meta` included.
+/// The server's tools, with `tools/list` pages pre-rendered for each revision. The 2026-07-28
+/// pages are complete results: `ttlMs`, `cacheScope`, `resultType` and `_meta` included.
 #[derive(Debug)]
 pub struct Registry {
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
-    pages: [Vec<Bytes>; 4],
+    pages: [Vec<Bytes>; 5],
 }
 
 impl Registry {
     pub fn new(catalog: usize, page_size: usize) -> Self {
+        Self::with_fixtures(catalog, page_size, false)
+    }
+
+    /// With `fixtures`, the conformance suite's tools follow the built-in ones (each listed
+    /// for the revisions it exists in, see [`Fixture::available`]).
+    pub fn with_fixtures(catalog: usize, page_size: usize, fixtures: bool) -> Self {
         let mut tools = builtin_tools();
+        if fixtures {
+            tools.extend(Fixture::ALL.iter().map(|f| f.tool()));
+        }
         tools.extend((0..catalog).map(synthetic_tool));
         let by_name = tools
             .iter()
@@ -253,14 +263,15 @@ impl Registry {
             .collect();
         let page_size = page_size.max(1);
         let server_info: Value = serde_json::from_str(SERVER_INFO).expect("server info is JSON");
-        let pages = [
-            Revision::V2024_11_05,
-            Revision::V2025_03_26,
-            Revision::V2025_06_18,
-            Revision::V2026_07_28,
-        ]
-        .map(|rev| {
-            let chunks: Vec<&[Tool]> = tools.chunks(page_size).collect();
+        let pages = Revision::ALL.map(|rev| {
+            let listed: Vec<&Tool> = tools
+                .iter()
+                .filter(|t| match t.kind {
+                    ToolKind::Fixture(f) => f.available(rev),
+                    _ => true,
+                })
+                .collect();
+            let chunks: Vec<&[&Tool]> = listed.chunks(page_size).collect();
             let n = chunks.len();
             chunks
                 .into_iter()
@@ -477,6 +488,8 @@ pub async fn call(
             ToolOutput::text(format!("done after {steps} steps"))
         }
         ToolKind::Synthetic(_) => ToolOutput::text(serde_json::to_string(args).unwrap_or_default()),
+        // Dispatched to `fixtures::call` before this point.
+        ToolKind::Fixture(_) => ToolOutput::error("conformance fixtures run elsewhere"),
         ToolKind::SearchContacts => {
             let mut path = format!("/contacts?q={}", encode_query(string("query")));
             if let Some(l) = args.get("limit").and_then(Value::as_u64) {

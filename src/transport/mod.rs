@@ -171,6 +171,11 @@ pub trait Session {
     fn reset(&mut self);
     /// The bytes of the last response message, when the session keeps them.
     fn last_message(&self) -> &[u8];
+    /// Traffic the session's connections could not attribute (responses to no request in
+    /// flight, late responses) and server requests answered, since the last take.
+    fn take_stats(&mut self) -> mux::MuxStats {
+        mux::MuxStats::default()
+    }
 }
 
 /// What a decoded message means for the request `id`: `None` if it is not a response (a

@@ -6,6 +6,8 @@
 //! appended meanwhile by others), so an uncontended write costs one syscall and no task hop.
 //! A reader task per connection reads incoming messages and routes responses to their slots,
 //! progress notifications to the request that asked for them, and answers server requests.
+//! Request ids (and so progress tokens) start at a random value per connection, so traffic a
+//! gateway wrongly copies from other sessions matches nothing here.
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -54,11 +56,21 @@ pub struct MuxStats {
     pub server_requests: u64,
 }
 
+impl MuxStats {
+    pub fn add(&mut self, o: MuxStats) {
+        self.unmatched += o.unmatched;
+        self.late += o.late;
+        self.server_requests += o.server_requests;
+    }
+}
+
 /// The in-flight table of one connection.
 #[derive(Debug)]
 pub struct Mux {
     slots: RefCell<Vec<Slot>>,
     mask: u64,
+    /// The first id of this connection (see [`first_id`]).
+    first_id: u64,
     next_id: Cell<u64>,
     /// Set once the connection is gone: every waiter ends with this outcome.
     closed: Cell<Option<Outcome>>,
@@ -73,10 +85,12 @@ impl Mux {
     /// `capacity` bounds the requests in flight (rounded up to a power of two).
     pub fn new(capacity: usize, codec: Codec) -> Self {
         let n = capacity.max(2).next_power_of_two();
+        let first = first_id();
         Mux {
             slots: RefCell::new((0..n).map(|_| Slot::default()).collect()),
             mask: (n - 1) as u64,
-            next_id: Cell::new(1),
+            first_id: first,
+            next_id: Cell::new(first),
             closed: Cell::new(None),
             codec,
             stats: Cell::new(MuxStats::default()),
@@ -87,6 +101,11 @@ impl Mux {
 
     pub fn stats(&self) -> MuxStats {
         self.stats.get()
+    }
+
+    /// The counters since the last take (each count is reported once).
+    pub fn take_stats(&self) -> MuxStats {
+        self.stats.take()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -174,7 +193,8 @@ impl Mux {
         reply
     }
 
-    fn complete(&self, id: u64, outcome: Outcome) {
+    /// Ends the request `id` with `outcome`; false if no request is waiting for it.
+    fn complete(&self, id: u64, outcome: Outcome) -> bool {
         let mut slots = self.slots.borrow_mut();
         let slot = &mut slots[(id & self.mask) as usize];
         if slot.id == id && slot.state == State::Waiting {
@@ -185,14 +205,16 @@ impl Mux {
             if let Some(w) = slot.waker.take() {
                 w.wake();
             }
+            true
         } else {
             let mut st = self.stats.get();
-            if id < self.next_id.get() {
+            if (self.first_id..self.next_id.get()).contains(&id) {
                 st.late += 1
             } else {
                 st.unmatched += 1
             }
             self.stats.set(st);
+            false
         }
     }
 
@@ -219,12 +241,10 @@ impl Mux {
 
     /// Routes one incoming message. Returns the answer to send back for a server request.
     pub fn deliver(&self, msg: &mut [u8], answer: &mut Vec<u8>) -> bool {
-        if self.keep.get() {
-            let mut last = self.last.borrow_mut();
-            last.clear();
-            last.extend_from_slice(msg);
-        }
-        let progress_note = match jsonrpc::decode(self.codec, msg) {
+        // Copied before decoding: simd-json decodes in place. Only while keeping (the
+        // handshake, preflight), never under load.
+        let original = self.keep.get().then(|| msg.to_vec());
+        let response = match jsonrpc::decode(self.codec, msg) {
             Ok(Incoming::Result {
                 id: IdRef::Num(n),
                 is_error,
@@ -235,16 +255,12 @@ impl Mux {
                 } else {
                     Outcome::Ok
                 };
-                self.complete(n as u64, o);
-                return false;
+                Some((n, o))
             }
             Ok(Incoming::Error {
                 id: IdRef::Num(n),
                 code,
-            }) => {
-                self.complete(n as u64, Outcome::RpcError(code));
-                return false;
-            }
+            }) => Some((n, Outcome::RpcError(code))),
             Ok(Incoming::Result { .. } | Incoming::Error { .. }) => {
                 // A response with a null or foreign id cannot be matched to a request.
                 let mut st = self.stats.get();
@@ -252,7 +268,9 @@ impl Mux {
                 self.stats.set(st);
                 return false;
             }
-            Ok(Incoming::Notification { method }) => method == "notifications/progress",
+            // Only progress notifications are parsed further (their token is a request id).
+            Ok(Incoming::Notification { method }) if method == "notifications/progress" => None,
+            Ok(Incoming::Notification { .. }) => return false,
             Ok(Incoming::Request { id, method }) => {
                 mcp::answer_server_request(answer, &id, &method);
                 let mut st = self.stats.get();
@@ -266,12 +284,41 @@ impl Mux {
                 return false;
             }
         };
-        // Only progress notifications are parsed further (their token is a request id).
-        if progress_note && let Some(t) = jsonrpc::progress_token(msg) {
-            self.progress(t);
+        match response {
+            Some((n, outcome)) => {
+                let completed = match u64::try_from(n) {
+                    Ok(id) => self.complete(id, outcome),
+                    Err(_) => {
+                        let mut st = self.stats.get();
+                        st.unmatched += 1;
+                        self.stats.set(st);
+                        false
+                    }
+                };
+                // Only a response that completes a request is kept: a notification, a late
+                // answer or another session's traffic arriving before the caller reads it must
+                // not replace it.
+                if completed && let Some(original) = original {
+                    *self.last.borrow_mut() = original;
+                }
+            }
+            None => {
+                if let Some(t) = jsonrpc::progress_token(msg) {
+                    self.progress(t);
+                }
+            }
         }
         false
     }
+}
+
+/// The first request id of a connection: random, so that ids of different connections (and
+/// runs) differ. A gateway that sends one session's responses to every session (supergateway's
+/// stdio→SSE and stdio→WS bridges do) then shows us ids we never used — counted as unmatched —
+/// instead of completing our request with another session's answer. Below 2^48, so ids stay
+/// exact in JavaScript numbers.
+fn first_id() -> u64 {
+    1 + (u64::from(rand::random::<u32>()) << 16)
 }
 
 /// Frames messages for a byte stream.
@@ -609,6 +656,8 @@ pub struct MuxSession<C: Connector> {
     last: Vec<u8>,
     /// This caller's request buffer (never shared, so rendering never allocates after warm-up).
     buf: Vec<u8>,
+    /// Counters of connections this session has let go of, not yet taken.
+    retired: MuxStats,
 }
 
 impl<C: Connector> std::fmt::Debug for MuxSession<C> {
@@ -631,6 +680,7 @@ impl<C: Connector> MuxSession<C> {
             keep: false,
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
+            retired: MuxStats::default(),
         }
     }
 
@@ -645,6 +695,7 @@ impl<C: Connector> MuxSession<C> {
             keep: false,
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
+            retired: MuxStats::default(),
         }
     }
 
@@ -813,12 +864,24 @@ impl<C: Connector> Session for MuxSession<C> {
             return;
         }
         if let Some(c) = self.conn.take() {
-            C::shutdown(c, self.ep.timeout.min(Duration::from_secs(2))).await;
+            C::shutdown(c.clone(), self.ep.timeout.min(Duration::from_secs(2))).await;
+            self.retired.add(c.mux.take_stats());
         }
     }
 
     fn reset(&mut self) {
+        if let Some(c) = self.current() {
+            self.retired.add(c.mux.take_stats());
+        }
         self.set_current(None);
+    }
+
+    fn take_stats(&mut self) -> MuxStats {
+        let mut st = std::mem::take(&mut self.retired);
+        if let Some(c) = self.current() {
+            st.add(c.mux.take_stats());
+        }
+        st
     }
 
     fn last_message(&self) -> &[u8] {
@@ -857,6 +920,35 @@ mod tests {
         let mut ping = br#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#.to_vec();
         assert!(mux.deliver(&mut ping, &mut answer));
         assert_eq!(answer, br#"{"jsonrpc":"2.0","id":"p1","result":{}}"#);
+    }
+
+    /// Regression: a notification or another session's response (a gateway broadcasting every
+    /// session's traffic) arriving after our response, before the caller reads it, replaced the
+    /// kept message — preflight then saw "no tools" or a failed handshake.
+    #[tokio::test]
+    async fn keeps_only_the_response_that_completes_a_request() {
+        for codec in [Codec::Scan, Codec::SerdeJson, Codec::SimdJson] {
+            keeps_only_the_response_with(codec).await;
+        }
+    }
+
+    async fn keeps_only_the_response_with(codec: Codec) {
+        let mux = Mux::new(4, codec);
+        mux.keep_responses(true);
+        let a = mux.register().unwrap();
+        let mut answer = Vec::new();
+        let response = format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{"tools":["x"]}}}}"#);
+        mux.deliver(&mut response.clone().into_bytes(), &mut answer);
+        let mut note = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec();
+        mux.deliver(&mut note, &mut answer);
+        // Ids of different connections differ, so another session's answer matches nothing.
+        let other = Mux::new(4, codec).register().unwrap();
+        assert_ne!(other, a, "ids are random per connection");
+        let mut foreign = format!(r#"{{"jsonrpc":"2.0","id":{other},"result":{{}}}}"#).into_bytes();
+        mux.deliver(&mut foreign, &mut answer);
+        assert_eq!(mux.wait(a).await.outcome, Outcome::Ok);
+        assert_eq!(&*mux.last_message(), response.as_bytes(), "{codec:?}");
+        assert_eq!(mux.stats().unmatched, 1);
     }
 
     #[tokio::test]

@@ -16,6 +16,7 @@ use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::http1::{Captured, ContentKind, Http1Conn, HttpError, content_kind};
+use super::mux::OpenLatch;
 use super::net::{self, Stream};
 use super::sse::SseDecoder;
 use super::{CallSpec, Endpoint, Reply, Session, classify, discover_supports, negotiated_revision};
@@ -23,6 +24,8 @@ use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 /// How long to wait for a server to end an SSE response stream after the response arrived
 /// before dropping the connection instead of reusing it.
@@ -58,6 +61,22 @@ pub struct HttpSession {
     last_id: Option<u64>,
     /// An exchange was interrupted (timeout, cancellation): the connection state is unknown.
     dirty: bool,
+    /// Shared session mode: the session all virtual users of a worker use (each on its own
+    /// connection), and the generation of it this one has adopted.
+    shared: Option<Rc<HttpShared>>,
+    seen: u64,
+}
+
+/// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
+#[derive(Debug, Default)]
+pub struct HttpShared {
+    /// Session id (if the server assigned one) and revision, once open.
+    state: RefCell<Option<(Option<Vec<u8>>, Revision)>>,
+    /// Bumped whenever the shared session changes.
+    generation: Cell<u64>,
+    /// Request ids must be unique within a session, so they come from one counter.
+    next_id: Cell<u64>,
+    latch: OpenLatch,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -131,9 +150,62 @@ impl HttpSession {
             next_id: 1,
             last_id: None,
             dirty: false,
+            shared: None,
+            seen: 0,
         };
         s.render_head();
         s
+    }
+
+    /// A handle on a session shared with other virtual users of this worker.
+    pub fn shared(ep: Arc<Endpoint>, shared: Rc<HttpShared>) -> Self {
+        let mut s = HttpSession::new(ep);
+        s.shared = Some(shared);
+        s
+    }
+
+    /// Shared mode: takes over the current shared session, if it changed.
+    fn adopt(&mut self) {
+        let Some(sh) = &self.shared else { return };
+        if self.seen == sh.generation.get() {
+            return;
+        }
+        self.seen = sh.generation.get();
+        let state = sh.state.borrow().clone();
+        match state {
+            Some((sid, rev)) => {
+                self.session_id = sid;
+                self.revision = Some(rev);
+            }
+            None => {
+                self.session_id = None;
+                self.revision = None;
+            }
+        }
+        self.render_head();
+    }
+
+    fn take_id(&mut self) -> u64 {
+        match &self.shared {
+            Some(sh) => {
+                let id = sh.next_id.get().max(1);
+                sh.next_id.set(id + 1);
+                id
+            }
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                id
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        if let Some(sh) = &self.shared {
+            *sh.state.borrow_mut() = self.revision.map(|r| (self.session_id.clone(), r));
+            sh.generation.set(sh.generation.get() + 1);
+            self.seen = sh.generation.get();
+        }
     }
 
     fn modern(&self) -> bool {
@@ -226,8 +298,7 @@ impl HttpSession {
             }
             connected = true;
         }
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.take_id();
         if expect_response {
             self.last_id = Some(id);
         }
@@ -670,8 +741,9 @@ fn http_failure(e: &HttpError) -> Outcome {
     }
 }
 
-impl Session for HttpSession {
-    async fn open(&mut self) -> Reply {
+impl HttpSession {
+    /// The handshake on this virtual user's own connection.
+    async fn open_own(&mut self) -> Reply {
         self.session_id = None;
         self.revision = None;
         self.render_head();
@@ -726,9 +798,43 @@ impl Session for HttpSession {
         }
         reply
     }
+}
+
+/// Releases a shared session's open latch however `open` ends (a timeout drops it).
+struct ReleaseLatch(Option<Rc<HttpShared>>);
+
+impl Drop for ReleaseLatch {
+    fn drop(&mut self) {
+        if let Some(sh) = &self.0 {
+            sh.latch.release();
+        }
+    }
+}
+
+impl Session for HttpSession {
+    async fn open(&mut self) -> Reply {
+        let _release = ReleaseLatch(self.shared.clone());
+        let reply = self.open_own().await;
+        self.publish();
+        reply
+    }
+
+    fn claim_open(&mut self) -> bool {
+        self.shared.as_ref().is_none_or(|sh| sh.latch.claim())
+    }
+
+    async fn wait_open(&mut self) {
+        if let Some(sh) = self.shared.clone() {
+            sh.latch.wait().await;
+            self.adopt();
+        }
+    }
 
     fn is_open(&self) -> bool {
-        self.revision.is_some()
+        match &self.shared {
+            Some(sh) => sh.state.borrow().is_some(),
+            None => self.revision.is_some(),
+        }
     }
 
     fn revision(&self) -> Option<Revision> {
@@ -737,6 +843,7 @@ impl Session for HttpSession {
 
     #[inline]
     async fn call<W: FnOnce(&mut Vec<u8>, u64)>(&mut self, spec: &CallSpec, write: W) -> Reply {
+        self.adopt();
         self.exchange(Some(spec), true, write).await
     }
 
@@ -759,6 +866,11 @@ impl Session for HttpSession {
     }
 
     async fn close(&mut self) {
+        if self.shared.is_some() {
+            // A shared session outlives each user of it; the server reaps it when idle.
+            self.conn = None;
+            return;
+        }
         let timeout = self.ep.timeout.min(Duration::from_secs(1));
         if let (Some(sid), Some(Conn::H1(conn))) =
             (&self.session_id, self.conn.as_mut().filter(|_| !self.dirty))
@@ -788,6 +900,13 @@ impl Session for HttpSession {
     }
 
     fn reset(&mut self) {
+        if let Some(sh) = &self.shared
+            && self.seen == sh.generation.get()
+        {
+            // The shared session is gone (expired): everyone reopens, one of them first.
+            *sh.state.borrow_mut() = None;
+            sh.generation.set(sh.generation.get() + 1);
+        }
         self.session_id = None;
         self.revision = None;
         self.render_head();

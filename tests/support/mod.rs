@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod broken;
+pub mod capacity;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

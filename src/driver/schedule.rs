@@ -1,0 +1,253 @@
+//! Open-loop arrival schedules: when each request is meant to start.
+//!
+//! A rate profile (piecewise linear, requests per second) is integrated into the expected
+//! number of arrivals Λ(t); arrival times are computed arithmetically by inverting it —
+//! never stamped at wake-up — so a late generator shows up as lateness, not as a slower
+//! schedule. Uniform spacing puts the j-th arrival at Λ⁻¹(j); a Poisson process puts them at
+//! Λ⁻¹ of a sum of unit exponentials (time rescaling), which also makes ramps Poisson. Each
+//! worker thread takes its share: every W-th uniform arrival, or an independent Poisson
+//! process at rate/W (their superposition is Poisson at the full rate).
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::scenario::plan::{Arrival, Profile};
+
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    /// Start, seconds.
+    t0: f64,
+    len: f64,
+    r0: f64,
+    r1: f64,
+    /// Λ at the start of the segment.
+    c0: f64,
+}
+
+impl Segment {
+    fn cum(&self) -> f64 {
+        (self.r0 + self.r1) / 2.0 * self.len
+    }
+
+    /// Seconds into the segment at which Λ has grown by `x` (0 ≤ x ≤ cum()).
+    fn inverse(&self, x: f64) -> f64 {
+        let a = (self.r1 - self.r0) / (2.0 * self.len);
+        let b = self.r0;
+        let tau = if a.abs() < 1e-12 {
+            if b > 0.0 { x / b } else { self.len }
+        } else {
+            // a τ² + b τ − x = 0, the root in [0, len].
+            let disc = (b * b + 4.0 * a * x).max(0.0);
+            (2.0 * x) / (b + disc.sqrt()).max(f64::MIN_POSITIVE)
+        };
+        tau.clamp(0.0, self.len)
+    }
+}
+
+/// Λ and its inverse for a rate profile.
+#[derive(Debug, Clone)]
+pub struct Cumulative {
+    segments: Vec<Segment>,
+    total: f64,
+    end: f64,
+}
+
+impl Cumulative {
+    pub fn new(p: &Profile) -> Self {
+        let mut segments = Vec::with_capacity(p.stages.len());
+        let (mut t0, mut c0, mut from) = (0.0, 0.0, p.start);
+        for &(d, to) in &p.stages {
+            let seg = Segment {
+                t0,
+                len: d.as_secs_f64(),
+                r0: from.max(0.0),
+                r1: to.max(0.0),
+                c0,
+            };
+            c0 += seg.cum();
+            t0 += seg.len;
+            from = to;
+            segments.push(seg);
+        }
+        Cumulative {
+            segments,
+            total: c0,
+            end: t0,
+        }
+    }
+
+    /// Expected arrivals over the whole profile.
+    pub fn total(&self) -> f64 {
+        self.total
+    }
+
+    pub fn end(&self) -> f64 {
+        self.end
+    }
+
+    /// The time (seconds) at which Λ reaches `x`, or `None` past the end of the profile.
+    pub fn inverse(&self, x: f64) -> Option<f64> {
+        if x > self.total || !x.is_finite() {
+            return None;
+        }
+        let i = self
+            .segments
+            .partition_point(|s| s.c0 + s.cum() < x)
+            .min(self.segments.len().saturating_sub(1));
+        let s = self.segments.get(i)?;
+        Some(s.t0 + s.inverse(x - s.c0))
+    }
+}
+
+/// One worker's arrivals: intended start times in seconds since the start of the run.
+#[derive(Debug)]
+pub struct Arrivals {
+    cum: Cumulative,
+    arrival: Arrival,
+    /// Uniform: this worker's next global arrival index; it takes every `stride`-th.
+    next_index: f64,
+    stride: f64,
+    /// Poisson: position on the Λ axis, and this worker's share of the rate.
+    position: f64,
+    share: f64,
+    rng: SmallRng,
+}
+
+impl Arrivals {
+    pub fn new(
+        profile: &Profile,
+        arrival: Arrival,
+        worker: usize,
+        workers: usize,
+        seed: u64,
+    ) -> Self {
+        let w = workers.max(1) as f64;
+        Arrivals {
+            cum: Cumulative::new(profile),
+            arrival,
+            next_index: worker as f64,
+            stride: w,
+            position: 0.0,
+            share: 1.0 / w,
+            rng: SmallRng::seed_from_u64(
+                seed ^ (worker as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+            ),
+        }
+    }
+
+    /// The next intended start (seconds since the start), or `None` once the profile is over.
+    pub fn next_at(&mut self) -> Option<f64> {
+        match self.arrival {
+            Arrival::Uniform => {
+                let t = self.cum.inverse(self.next_index)?;
+                self.next_index += self.stride;
+                Some(t)
+            }
+            Arrival::Poisson => {
+                // Exp(1) steps of this worker's process, on the full-rate Λ axis.
+                let u: f64 = self.rng.random::<f64>();
+                self.position += -(1.0 - u).ln() / self.share;
+                self.cum.inverse(self.position)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn profile(start: f64, stages: &[(u64, f64)]) -> Profile {
+        Profile {
+            start,
+            stages: stages
+                .iter()
+                .map(|&(s, r)| (Duration::from_secs(s), r))
+                .collect(),
+        }
+    }
+
+    fn all(mut a: Arrivals) -> Vec<f64> {
+        std::iter::from_fn(|| a.next_at()).collect()
+    }
+
+    #[test]
+    fn uniform_constant_rate_is_evenly_spaced_across_workers() {
+        let p = profile(100.0, &[(10, 100.0)]);
+        let mut merged: Vec<f64> = (0..3)
+            .flat_map(|w| all(Arrivals::new(&p, Arrival::Uniform, w, 3, 1)))
+            .collect();
+        merged.sort_by(f64::total_cmp);
+        assert_eq!(merged.len(), 1001, "0, 10 ms, …, 10 s");
+        for (j, t) in merged.iter().enumerate() {
+            assert!((t - j as f64 / 100.0).abs() < 1e-9, "arrival {j} at {t}");
+        }
+    }
+
+    #[test]
+    fn ramps_follow_the_integrated_rate_per_stage() {
+        // 0 → 100/s over 10 s (expected 500), then 100/s for 5 s (500), then 100 → 0 over 5 s (250).
+        let p = profile(0.0, &[(10, 100.0), (5, 100.0), (5, 0.0)]);
+        let times = all(Arrivals::new(&p, Arrival::Uniform, 0, 1, 1));
+        let count = |a: f64, b: f64| times.iter().filter(|&&t| t >= a && t < b).count() as i64;
+        assert!((count(0.0, 10.0) - 500).abs() <= 1, "{}", count(0.0, 10.0));
+        assert!(
+            (count(10.0, 15.0) - 500).abs() <= 1,
+            "{}",
+            count(10.0, 15.0)
+        );
+        assert!(
+            (count(15.0, 20.0) - 250).abs() <= 1,
+            "{}",
+            count(15.0, 20.0)
+        );
+        // Within the ramp, the rate grows linearly: the second half of it holds 3/4 of its arrivals.
+        assert!((count(5.0, 10.0) - 375).abs() <= 1);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "monotone");
+        assert!(times.last().is_some_and(|&t| t <= 20.0));
+    }
+
+    #[test]
+    fn poisson_mean_and_spread_are_within_statistical_bounds() {
+        // 200/s for 50 s over 2 workers: N ≈ 10000 (σ = 100); gaps exponential: mean 5 ms, CV 1.
+        let p = profile(200.0, &[(50, 200.0)]);
+        let mut merged: Vec<f64> = (0..2)
+            .flat_map(|w| all(Arrivals::new(&p, Arrival::Poisson, w, 2, 42)))
+            .collect();
+        merged.sort_by(f64::total_cmp);
+        let n = merged.len() as f64;
+        assert!((n - 10_000.0).abs() < 400.0, "count {n} beyond 4σ");
+        let gaps: Vec<f64> = merged.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        let cv = var.sqrt() / mean;
+        assert!((mean - 0.005).abs() < 0.0003, "mean gap {mean}");
+        assert!((cv - 1.0).abs() < 0.05, "coefficient of variation {cv}");
+        // Counts per second look Poisson too: variance ≈ mean (index of dispersion ≈ 1).
+        let mut per_s = [0f64; 50];
+        for t in &merged {
+            per_s[(*t as usize).min(49)] += 1.0;
+        }
+        let m = per_s.iter().sum::<f64>() / 50.0;
+        let v = per_s.iter().map(|c| (c - m).powi(2)).sum::<f64>() / 49.0;
+        assert!((v / m - 1.0).abs() < 0.5, "dispersion {}", v / m);
+    }
+
+    #[test]
+    fn stage_boundaries_and_zero_rate_stages() {
+        // 50/s for 2 s, nothing for 2 s, 50/s for 2 s.
+        let p = profile(50.0, &[(2, 50.0), (0, 0.0), (2, 0.0), (0, 50.0), (2, 50.0)]);
+        let times = all(Arrivals::new(&p, Arrival::Uniform, 0, 1, 1));
+        assert!(
+            !times.iter().any(|&t| t > 2.0 + 1e-9 && t < 4.0 - 1e-9),
+            "no arrivals in the idle stage"
+        );
+        let before = times.iter().filter(|&&t| t <= 2.0).count();
+        let after = times.iter().filter(|&&t| t >= 4.0).count();
+        assert!(
+            (before as i64 - 101).abs() <= 1 && (after as i64 - 100).abs() <= 1,
+            "{before} {after}"
+        );
+    }
+}

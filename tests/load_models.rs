@@ -1,0 +1,289 @@
+//! Load models: closed and open loop measure what they should, open loop corrects for
+//! coordinated omission (latency from the intended start), stages, request counts, think time,
+//! session modes, argument checks, rows, the time series, and find-max.
+
+use std::sync::Arc;
+
+use mcpbench::driver::{self, RunOptions};
+use mcpbench::report::Summary;
+use mcpbench::server::ResponseMode;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{capacity, scratch, servers};
+
+fn run_with(text: &str, dir: &std::path::Path) -> Result<driver::RunOutput, driver::RunError> {
+    let plan = Arc::new(
+        mcpbench::scenario::parse(&dir.join("s.toml").display().to_string(), text, &|_| None)
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let opts = RunOptions {
+        output: Some(dir.join("run")),
+        ..RunOptions::default()
+    };
+    driver::run(plan, &opts, CancellationToken::new())
+}
+
+fn run(text: &str) -> Summary {
+    let dir = scratch();
+    run_with(text, dir.path())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .summary
+}
+
+fn op<'a>(s: &'a Summary, name: &str) -> &'a mcpbench::report::summary::Operation {
+    s.operations
+        .iter()
+        .find(|o| o.name == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+const SLEEP: &str =
+    "[[workload]]\nmethod = \"tools/call\"\ntool = \"sleep\"\narguments = { ms = 50 }\n";
+
+/// Injected latency is what both models measure: p50 of a 50 ms tool within 50–100 ms
+/// (the upper bound leaves room for a busy machine; double counting would exceed it).
+#[test]
+fn closed_and_open_loop_measure_injected_latency() {
+    let closed = run(&format!(
+        "[load]\nconcurrency = 4\nduration = \"2s\"\nwarmup = \"300ms\"\n{SLEEP}"
+    ));
+    let l = op(&closed, "tools/call:sleep").latency.clone().unwrap();
+    assert!((50.0..100.0).contains(&l.p50_ms), "closed p50 {}", l.p50_ms);
+    assert_eq!(closed.totals.failed, 0);
+
+    let open = run(&format!(
+        "[load]\nmodel = \"open\"\nrate = 40\narrival = \"poisson\"\nmax_in_flight = 16\nduration = \"3s\"\nwarmup = \"500ms\"\n{SLEEP}"
+    ));
+    let sleep = op(&open, "tools/call:sleep");
+    let (l, s) = (
+        sleep.latency.clone().unwrap(),
+        sleep
+            .service
+            .clone()
+            .expect("open loop reports service time"),
+    );
+    assert!((50.0..100.0).contains(&l.p50_ms), "open p50 {}", l.p50_ms);
+    assert!(
+        (50.0..100.0).contains(&s.p50_ms),
+        "open service p50 {}",
+        s.p50_ms
+    );
+    assert!(
+        l.p50_ms >= s.p50_ms,
+        "latency from the intended start includes the service time"
+    );
+    // 40/s for 2.5 measured seconds ≈ 100 calls; Poisson: well within 50..150.
+    assert!((50..150).contains(&sleep.started), "{}", sleep.started);
+    assert_eq!((open.totals.dropped, open.totals.failed), (0, 0));
+    assert_eq!(open.load.model, "open");
+    assert!(open.generator.lateness.is_some());
+}
+
+/// Over capacity, an open loop keeps its schedule: requests wait (generator backlog, server
+/// queue) and their latency from the intended start exceeds the service time; beyond the
+/// backlog, arrivals are dropped and counted.
+#[test]
+fn over_capacity_open_loop_shows_queueing_and_drops() {
+    // 1 slot × 20 ms = 50 calls/s, offered 150/s.
+    let server = capacity::start(1, std::time::Duration::from_millis(20));
+    let s = run(&format!(
+        "[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\nrate = 150\narrival = \"uniform\"\nmax_in_flight = 4\nmax_queued = 8\nduration = \"2s\"\ntimeout = \"10s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+        server.addr
+    ));
+    let work = op(&s, "tools/call:work");
+    let (l, sv) = (work.latency.clone().unwrap(), work.service.clone().unwrap());
+    assert!(
+        l.p50_ms > sv.p50_ms * 1.5,
+        "corrected p50 {} vs service p50 {}",
+        l.p50_ms,
+        sv.p50_ms
+    );
+    assert!(
+        l.p99_ms > sv.p99_ms,
+        "corrected p99 {} vs service p99 {}",
+        l.p99_ms,
+        sv.p99_ms
+    );
+    assert!(s.totals.dropped > 50, "dropped {}", s.totals.dropped);
+    assert_eq!(work.started, work.completed, "everything sent was answered");
+    assert!(s.totals.ok < 150 * 2, "capacity bounds throughput");
+}
+
+#[test]
+fn closed_loop_stages_ramp_virtual_users() {
+    let dir = scratch();
+    let out = run_with(
+        &format!("[load]\nconcurrency = 0\ntimeout = \"5s\"\n[[load.stages]]\nduration = \"1500ms\"\nconcurrency = 4\n[[load.stages]]\nduration = \"1500ms\"\nconcurrency = 4\n{SLEEP}"),
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(out.summary.load.profile.stages.len(), 2);
+    let csv = std::fs::read_to_string(out.dir.join("timeseries.csv")).unwrap();
+    let started: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(started.len() >= 3, "{csv}");
+    // Ramping: 0→2 users in the first second, 4 from 1.5 s on (~80 calls/s).
+    assert!(started[0] * 2 < started[2], "{started:?}");
+}
+
+#[test]
+fn request_count_stops_the_run_exactly() {
+    let s = run(&format!("[load]\nconcurrency = 3\nrequests = 37\n{SLEEP}"));
+    let sleep = op(&s, "tools/call:sleep");
+    let warm: u64 = s
+        .warmup
+        .iter()
+        .filter(|w| w.name == "tools/call:sleep")
+        .map(|w| w.started)
+        .sum();
+    assert_eq!(sleep.started + warm, 37);
+    assert_eq!(s.load.requests, Some(37));
+    assert!(
+        s.measured_seconds < 60.0,
+        "stopped by the count, not a duration"
+    );
+    let open = run(
+        "[load]\nmodel = \"open\"\nrate = 200\nrequests = 25\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n",
+    );
+    assert_eq!(op(&open, "tools/call:echo").started, 25);
+}
+
+#[test]
+fn per_request_sessions_measure_session_setup() {
+    let s = run(
+        "[load]\nconcurrency = 2\nduration = \"1s\"\nsessions = \"per-request\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n",
+    );
+    let (init, echo) = (op(&s, "initialize"), op(&s, "tools/call:echo"));
+    assert!(echo.started > 10);
+    assert_eq!(init.started, echo.started, "one session opened per request");
+    assert_eq!(s.sessions.opened, init.outcomes.ok);
+    assert_eq!(s.totals.failed, 0);
+    assert_eq!(s.load.sessions, "per-request");
+}
+
+#[test]
+fn shared_http_session_serves_all_virtual_users_of_a_worker() {
+    let srv = servers(ResponseMode::Json, 0, 100, Default::default());
+    let s = run(&format!(
+        "[target]\nurl = \"{}\"\n[load]\nconcurrency = 4\nworkers = 1\nduration = \"1s\"\nsessions = \"shared\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"x\" }}\n",
+        srv.mcp_url()
+    ));
+    assert_eq!(
+        s.sessions.opened, 1,
+        "one session for the worker's 4 virtual users"
+    );
+    assert!(op(&s, "tools/call:echo").outcomes.ok > 20);
+    assert_eq!(s.totals.failed, 0);
+}
+
+#[test]
+fn think_time_paces_a_closed_loop() {
+    let s = run(
+        "[load]\nconcurrency = 2\nduration = \"1s\"\nthink = \"100ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n",
+    );
+    let started = op(&s, "tools/call:echo").started;
+    assert!(
+        (10..=24).contains(&started),
+        "2 users × 1 s / 100 ms ≈ 20, got {started}"
+    );
+}
+
+#[test]
+fn timeseries_csv_adds_up_to_the_summary() {
+    let dir = scratch();
+    let out = run_with("[load]\nconcurrency = 2\nduration = \"2500ms\"\nwarmup = \"500ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n", dir.path()).unwrap();
+    let csv = std::fs::read_to_string(out.dir.join("timeseries.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(mcpbench::metrics::collector::CsvWriter::HEADER)
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 3);
+    let ok: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    assert_eq!(
+        ok, out.summary.totals.ok,
+        "the time series' ok column adds up to the total"
+    );
+    let warm: u64 = rows.iter().map(|r| r[7].parse::<u64>().unwrap()).sum();
+    assert_eq!(
+        warm,
+        out.summary.warmup.iter().map(|w| w.started).sum::<u64>(),
+        "warm-up requests are in the series too"
+    );
+}
+
+/// Generated arguments that don't fit the tool's input schema stop the run before any load,
+/// with one clear error naming the workload line.
+#[test]
+fn generated_arguments_are_checked_against_the_schema() {
+    let dir = scratch();
+    let err = run_with("[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"sleep\"\narguments = { ms = \"${pick:fast,slow}\" }\n", dir.path())
+        .expect_err("strings where the schema wants an integer");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(":3: the arguments generated for tool `sleep` do not fit its input schema"),
+        "{msg}"
+    );
+    assert!(msg.contains("arguments.ms: expected integer"), "{msg}");
+    assert!(!dir.path().join("run").exists(), "nothing was run");
+}
+
+#[test]
+fn jsonl_rows_feed_arguments() {
+    let dir = scratch();
+    std::fs::write(
+        dir.path().join("people.jsonl"),
+        "{\"name\": \"Leanne\", \"limit\": 1}\n{\"name\": \"Ervin\", \"limit\": 2}\n",
+    )
+    .unwrap();
+    let out = run_with(
+        "[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\nrows = \"people.jsonl\"\narguments = { query = \"${row:name}\", limit = \"${row:limit}\" }\n",
+        dir.path(),
+    )
+    .unwrap();
+    let s = op(&out.summary, "tools/call:search-contacts");
+    assert!(s.outcomes.ok > 10);
+    assert_eq!(s.outcomes.tool_error, 0);
+}
+
+/// find-max steps the rate until the SLO breaks and lands near the target's known capacity
+/// (2 slots × 100 ms = 20 calls/s): the highest rate that held is within 10–20/s. Past
+/// capacity the generator's 4 in flight + 4 queued overflow within the step and arrivals are
+/// dropped (error rate), which scheduling stalls on a busy machine cannot cause below it; the
+/// p99 SLO is loose for the same reason.
+#[test]
+fn find_max_finds_a_known_capacity() {
+    let server = capacity::start(2, std::time::Duration::from_millis(100));
+    let dir = scratch();
+    let text = format!(
+        "name = \"fm\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\nrate = 5\narrival = \"uniform\"\nmax_in_flight = 4\nmax_queued = 4\nduration = \"2s\"\ntimeout = \"5s\"\n[find_max]\nstart = 5\nstep = 5\nmax = 50\nstep_duration = \"2s\"\np99 = \"1s\"\nerror_rate = 0.01\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+        server.addr
+    );
+    let plan = Arc::new(mcpbench::scenario::parse("fm.toml", &text, &|_| None).unwrap());
+    let opts = RunOptions {
+        output: Some(dir.path().join("fm")),
+        ..RunOptions::default()
+    };
+    let (report, out) = driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap();
+    let best = report
+        .best
+        .unwrap_or_else(|| panic!("the first step holds: {:#?}", report.steps));
+    assert!(
+        (10.0..=20.0).contains(&best),
+        "best {best}: {:#?}",
+        report.steps
+    );
+    assert!(!report.steps.last().unwrap().passed || report.steps.last().unwrap().level >= 50.0);
+    assert!(
+        report.knee.is_some_and(|k| k <= 30.0),
+        "knee {:?}",
+        report.knee
+    );
+    assert!(out.join("findmax.json").is_file() && out.join("step-01/summary.json").is_file());
+    let rendered = driver::findmax::render(&report, &out);
+    assert!(rendered.contains("highest rate that held"), "{rendered}");
+}
