@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
-BIN=$PWD/target/release/mcpbench
+BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
 DURATION=${DURATION:-5s}
 WORK=$(mktemp -d)
 PORT_JSON=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')

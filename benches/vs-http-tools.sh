@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
-BIN=$PWD/target/release/mcpbench
+BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
 DURATION=${DURATION:-5}
 REPEAT=${REPEAT:-1}
 CONCURRENCY=${CONCURRENCY:-"1 16 64"}

@@ -26,7 +26,7 @@ use rand::{RngExt, SeedableRng};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::schedule::Arrivals;
+use super::schedule::{Arrivals, DispatchClock};
 use super::workload::{Mix, RequestTemplate};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
 use crate::metrics::outcome::Outcome;
@@ -326,9 +326,9 @@ pub fn worker(
     let _ = local.block_on(&rt, body);
 }
 
-/// Open loop: releases this worker's arrivals at their intended start times. Due arrivals are
-/// released together per timer tick; each one's lateness is recorded. (Tokio's clock, so that
-/// paused-clock tests drive it.)
+/// Open loop: releases this worker's arrivals at their intended start times, on the precise
+/// dispatch clock. Due arrivals are released together per wake-up; each one's lateness is
+/// recorded.
 async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
     let ctx = &drive.ctx;
     let Model::Open { rate, arrival } = &ctx.plan.load.model else {
@@ -337,6 +337,7 @@ async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
     let mut arrivals = Arrivals::new(rate, *arrival, worker, ctx.workers, ctx.seed);
     release_arrivals(
         &mut arrivals,
+        &mut DispatchClock::precise(),
         ctx.start,
         ctx.end,
         &pool,
@@ -356,8 +357,11 @@ async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
 }
 
 /// The dispatch loop itself: sleeps until the next arrival, then releases all that are due.
+/// (Times come from tokio's clock, so that paused-clock tests drive it with `DispatchClock::Tokio`.)
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn release_arrivals(
     arrivals: &mut Arrivals,
+    clock: &mut DispatchClock,
     start: Instant,
     end: Instant,
     pool: &Pool,
@@ -371,7 +375,7 @@ pub(crate) async fn release_arrivals(
         if intended >= end || aborted.load(Ordering::Relaxed) {
             return;
         }
-        tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
+        clock.sleep_until(intended).await;
         let now = tokio::time::Instant::now().into_std();
         let mut due = Some(t);
         next = None;
@@ -719,6 +723,7 @@ mod tests {
                 let c = counts.clone();
                 release_arrivals(
                     &mut arrivals,
+                    &mut DispatchClock::Tokio,
                     start,
                     end,
                     &pool,
