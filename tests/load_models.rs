@@ -109,6 +109,30 @@ fn over_capacity_open_loop_shows_queueing_and_drops() {
     assert!(s.totals.ok < 150 * 2, "capacity bounds throughput");
 }
 
+/// Servers close idle keep-alive connections. A virtual user that thinks longer than the
+/// server's idle timeout finds its connection closed: it must open a new one, not fail the
+/// request as `io` (the server did nothing wrong).
+#[test]
+fn connections_closed_while_idle_are_replaced_not_failed() {
+    let idle = std::time::Duration::from_millis(150);
+    let server = capacity::start_with(8, std::time::Duration::ZERO, Some(idle));
+    let s = run(&format!(
+        "[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 2\nduration = \"2s\"\nthink = \"400ms\"\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+        server.addr
+    ));
+    let work = op(&s, "tools/call:work");
+    assert!(work.started >= 6, "started {}", work.started);
+    assert_eq!(work.failed, 0, "outcomes {:?}", work.outcomes);
+    assert_eq!(s.sessions.opened, 2);
+    // Every call after the first of each user came after an idle close: a new connection.
+    assert!(
+        s.sessions.connections >= work.started,
+        "{} connections for {} calls",
+        s.sessions.connections,
+        work.started
+    );
+}
+
 #[test]
 fn closed_loop_stages_ramp_virtual_users() {
     let dir = scratch();

@@ -473,11 +473,56 @@ enum Ended {
     Timeout(Instant),
 }
 
-/// Awaits an exchange under a timeout.
-async fn bounded<F: Future<Output = Reply>>(timeout: Duration, f: F) -> Ended {
-    match tokio::time::timeout(timeout, f).await {
-        Ok(reply) => Ended::Reply(reply),
-        Err(_) => Ended::Timeout(Instant::now()),
+/// A virtual user's request timer: one tokio `Sleep`, re-armed lazily.
+///
+/// `tokio::time::timeout` per request would insert into and remove from the timer wheel (under
+/// the driver's lock) for every request. Here the timer is armed for some earlier request's
+/// deadline and left alone; when it fires, the request then in flight is checked against its
+/// own deadline and the timer re-armed for it. Deadlines only move forward, so that is about
+/// once per timeout period per virtual user, and a timeout is still detected on time.
+struct Watchdog {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    armed: tokio::time::Instant,
+}
+
+impl Watchdog {
+    fn new() -> Self {
+        let now = tokio::time::Instant::now();
+        Watchdog {
+            sleep: Box::pin(tokio::time::sleep_until(now)),
+            armed: now,
+        }
+    }
+
+    /// Awaits an exchange that must end by `deadline`. (Pinned by the caller: moving a large
+    /// exchange future into this one would cost a copy per request.)
+    async fn bounded<F: Future<Output = Reply>>(
+        &mut self,
+        deadline: Instant,
+        mut f: std::pin::Pin<&mut F>,
+    ) -> Ended {
+        let deadline = tokio::time::Instant::from_std(deadline);
+        if deadline < self.armed {
+            self.arm(deadline);
+        }
+        poll_fn(|cx| {
+            if let Poll::Ready(reply) = f.as_mut().poll(cx) {
+                return Poll::Ready(Ended::Reply(reply));
+            }
+            while self.sleep.as_mut().poll(cx).is_ready() {
+                if tokio::time::Instant::now() >= deadline {
+                    return Poll::Ready(Ended::Timeout(Instant::now()));
+                }
+                self.arm(deadline);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn arm(&mut self, deadline: tokio::time::Instant) {
+        self.sleep.as_mut().reset(deadline);
+        self.armed = deadline;
     }
 }
 
@@ -513,6 +558,12 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
     let mut backoff = Backoff(0);
     let think = ctx.plan.load.think;
     let per_request = ctx.plan.load.sessions == Sessions::PerRequest;
+    let mut watchdog = Watchdog::new();
+    // Closed loop: counted in for the whole run unless the concurrency profile dips below it.
+    let always_active = match &ctx.plan.load.model {
+        Model::Closed { vus } => (global as f64) < vus.min().round(),
+        _ => true,
+    };
     let mut first = true;
     // Everyone starts together, when the clock of the run starts.
     tokio::time::sleep_until(ctx.start.into()).await;
@@ -524,13 +575,19 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 None => break,
             },
             None => {
-                if !wait_active(&ctx, global).await || !drive.quota.take() {
+                if !(always_active || wait_active(&ctx, global).await) || !drive.quota.take() {
                     break;
                 }
                 Instant::now()
             }
         };
-        if ctx.stopping(Instant::now()) {
+        // Closed loop: `intended` is now; open loop: the arrival (released just now or earlier).
+        let mut now = if drive.pool.is_some() {
+            Instant::now()
+        } else {
+            intended
+        };
+        if ctx.stopping(now) {
             break;
         }
         let phase = ctx.phase(intended);
@@ -542,7 +599,10 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 let t0 = Instant::now();
                 rec.borrow_mut().started(OP_INITIALIZE, phase);
                 track(OP_INITIALIZE, phase, t0);
-                let r = bounded(ctx.endpoint.timeout, session.open()).await;
+                let r = {
+                    let open = std::pin::pin!(session.open());
+                    watchdog.bounded(t0 + ctx.endpoint.timeout, open).await
+                };
                 untrack();
                 let (outcome, connected) = finish(rec, OP_INITIALIZE, phase, t0, t0, r);
                 {
@@ -572,22 +632,22 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 );
                 continue;
             }
+            now = Instant::now();
         }
         let item_index = ctx.mix.pick(&mut rng);
         let item = &ctx.plan.workload[item_index];
         let template = &ctx.templates[item_index];
-        let sent = Instant::now();
+        let sent = now;
         // Closed loop: the request is meant to start now (after any session opening).
         let intended = if drive.pool.is_some() { intended } else { sent };
         rec.borrow_mut().started(item.op, phase);
         track(item.op, phase, intended);
-        let r = bounded(
-            ctx.timeout,
-            session.call(&ctx.specs[item_index], |out, id| {
+        let r = {
+            let call = std::pin::pin!(session.call(&ctx.specs[item_index], |out, id| {
                 template.write(item, out, id, &mut rng)
-            }),
-        )
-        .await;
+            }));
+            watchdog.bounded(sent + ctx.timeout, call).await
+        };
         untrack();
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
         let (outcome, connected) = finish(rec, item.op, phase, intended, sent, r);

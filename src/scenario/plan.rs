@@ -249,6 +249,11 @@ impl Profile {
         self.stages.iter().map(|s| s.1).fold(self.start, f64::max)
     }
 
+    /// The lowest level at any time (a piecewise-linear profile's extremes are its ends).
+    pub fn min(&self) -> f64 {
+        self.stages.iter().map(|s| s.1).fold(self.start, f64::min)
+    }
+
     /// The level at `t` seconds.
     pub fn at(&self, t: f64) -> f64 {
         let mut from = self.start;

@@ -17,6 +17,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 const MAX_HEAD: usize = 64 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
 
+/// A keep-alive connection idle this long is checked with [`Http1Conn::peer_closed`] before
+/// reuse.
+pub const IDLE_PROBE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What went wrong on the wire.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -106,6 +110,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     /// True while the last response's body has not been read to its end.
     pub fn body_pending(&self) -> bool {
         self.body.is_some()
+    }
+
+    /// Checks, without blocking, whether the peer has closed (or reset) this idle connection.
+    /// Servers close idle keep-alive connections (Node after 5 s, hyper's header-read timeout
+    /// after 30 s, nginx after 75 s); a request sent on one would fail through no fault of the
+    /// server's request handling. Bytes that arrived unasked are kept for the next read.
+    pub fn peer_closed(&mut self) -> bool {
+        if !self.is_reusable() {
+            return true;
+        }
+        if self.pos == self.len {
+            self.pos = 0;
+            self.len = 0;
+        }
+        if self.len == self.buf.len() {
+            return false;
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut rb = tokio::io::ReadBuf::new(&mut self.buf[self.len..]);
+        match std::pin::Pin::new(&mut self.io).poll_read(&mut cx, &mut rb) {
+            std::task::Poll::Pending => false,
+            std::task::Poll::Ready(Ok(())) if !rb.filled().is_empty() => {
+                self.len += rb.filled().len();
+                false
+            }
+            std::task::Poll::Ready(_) => {
+                self.reusable = false;
+                true
+            }
+        }
     }
 
     /// Writes a complete, pre-rendered request.

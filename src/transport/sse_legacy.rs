@@ -6,10 +6,10 @@ use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Endpoint;
-use super::http1::{Captured, ContentKind, Http1Conn};
+use super::http1::{Captured, ContentKind, Http1Conn, IDLE_PROBE};
 use super::mux::{Connector, MuxConn, MuxSession, Outbound};
 use super::net::{self, Stream};
 use super::sse::SseDecoder;
@@ -21,12 +21,23 @@ pub struct PostOut {
     ep: Arc<Endpoint>,
     /// `POST <endpoint> HTTP/1.1` … up to `Content-Length: `.
     head: Vec<u8>,
-    idle: RefCell<Vec<(Http1Conn<Stream>, Vec<u8>)>>,
+    idle: RefCell<Vec<IdlePost>>,
 }
+
+/// An idle POST connection, its request buffer, and when it went idle.
+type IdlePost = (Http1Conn<Stream>, Vec<u8>, Instant);
 
 impl Outbound for PostOut {
     async fn send_message(&self, msg: &[u8]) -> Result<(), ()> {
-        let taken = self.idle.borrow_mut().pop();
+        // The most recently used first; one idle for a while may have been closed by the server.
+        let taken = loop {
+            let Some((mut c, buf, since)) = self.idle.borrow_mut().pop() else {
+                break None;
+            };
+            if since.elapsed() < IDLE_PROBE || !c.peer_closed() {
+                break Some((c, buf));
+            }
+        };
         let (mut conn, mut buf) = match taken {
             Some(c) => c,
             None => {
@@ -50,7 +61,7 @@ impl Outbound for PostOut {
             return Err(());
         }
         if conn.is_reusable() {
-            self.idle.borrow_mut().push((conn, buf));
+            self.idle.borrow_mut().push((conn, buf, Instant::now()));
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use super::http1::{Captured, ContentKind, Http1Conn, HttpError, content_kind};
+use super::http1::{Captured, ContentKind, Http1Conn, HttpError, IDLE_PROBE, content_kind};
 use super::mux::OpenLatch;
 use super::net::{self, Stream};
 use super::sse::SseDecoder;
@@ -65,6 +65,8 @@ pub struct HttpSession {
     /// connection), and the generation of it this one has adopted.
     shared: Option<Rc<HttpShared>>,
     seen: u64,
+    /// When the last exchange on `conn` ended.
+    idle_since: Option<Instant>,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -152,6 +154,7 @@ impl HttpSession {
             dirty: false,
             shared: None,
             seen: 0,
+            idle_since: None,
         };
         s.render_head();
         s
@@ -267,6 +270,15 @@ impl HttpSession {
         Ok(())
     }
 
+    /// After `IDLE_PROBE` of idleness: has the server closed the HTTP/1.1 connection? (Then
+    /// it is replaced before sending, not failed as `io`.)
+    fn closed_while_idle(&mut self) -> bool {
+        match (&mut self.conn, self.idle_since) {
+            (Some(Conn::H1(c)), Some(t)) if t.elapsed() >= IDLE_PROBE => c.peer_closed(),
+            _ => false,
+        }
+    }
+
     fn conn_usable(&self) -> bool {
         match &self.conn {
             Some(Conn::H1(c)) => c.is_reusable(),
@@ -292,7 +304,7 @@ impl HttpSession {
             self.dirty = false;
         }
         let mut connected = false;
-        if !self.conn_usable() {
+        if self.closed_while_idle() || !self.conn_usable() {
             if let Err(o) = self.connect().await {
                 return Reply::new(o);
             }
@@ -307,6 +319,7 @@ impl HttpSession {
         self.dirty = true;
         let mut reply = self.round_trip(spec, id, expect_response).await;
         self.dirty = false;
+        self.idle_since = Some(reply.done);
         reply.connected = connected;
         reply
     }

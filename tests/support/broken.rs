@@ -1,11 +1,12 @@
 //! A deliberately broken MCP server: it speaks enough Streamable HTTP to open a session and
 //! list its tools, then misbehaves in a different way per tool name.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::raw_http::{self, ThreadServer, read_request};
 
 /// Tools and what each does.
 pub const TOOLS: &[&str] = &[
@@ -30,78 +31,8 @@ static PING_ANSWERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64
 static PING_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// The server runs until dropped.
-pub struct Broken {
-    pub addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Broken {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-pub fn start() -> Broken {
-    let std_l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    std_l.set_nonblocking(true).unwrap();
-    let addr = std_l.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let l = TcpListener::from_std(std_l).unwrap();
-            tokio::select! {
-                _ = stopped => {}
-                _ = async {
-                    loop {
-                        if let Ok((s, _)) = l.accept().await {
-                            let _ = s.set_nodelay(true);
-                            tokio::spawn(conn(s));
-                        }
-                    }
-                } => {}
-            }
-        });
-        rt.shutdown_timeout(Duration::from_millis(100));
-    });
-    Broken {
-        addr,
-        stop: Some(stop),
-        thread: Some(thread),
-    }
-}
-
-async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + len {
-                let body = buf[end + 4..end + 4 + len].to_vec();
-                buf.drain(..end + 4 + len);
-                return Some((head, body));
-            }
-        }
-        let mut chunk = [0u8; 4096];
-        match s.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
+pub fn start() -> ThreadServer {
+    raw_http::start(2, conn)
 }
 
 fn json_response(body: &str, extra: &str) -> Vec<u8> {

@@ -4,6 +4,7 @@
 
 pub mod broken;
 pub mod capacity;
+pub mod raw_http;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
