@@ -42,6 +42,12 @@ start=$(date +%s)
 kb() { awk -v k="$1:" '$1==k{print $2}' "/proc/$RUN/status" 2>/dev/null || echo 0; }
 REPORT=$WORK/report.md
 {
+echo "# Generator memory over a long open-loop run, $(date -u +%F)"
+echo
+echo "Reproduce: \`RATE=$RATE MINUTES=$MINUTES benches/memory.sh\`: \`echo\` calls with a random 16-character"
+echo "argument, Poisson arrivals, max_in_flight 256, against \`mcpbench serve\` in another process;"
+echo "VmRSS and VmHWM of the generator process from /proc."
+echo
 echo "| elapsed | RSS MiB | peak RSS MiB |"
 echo "|---:|---:|---:|"
 END=$((MINUTES * 60 - 5))

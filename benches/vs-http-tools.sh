@@ -129,6 +129,11 @@ command -v wrk > /dev/null && tools="$tools wrk" || echo "wrk not found: skipped
 command -v oha > /dev/null && tools="$tools oha" || echo "oha not found: skipped" >&2
 
 {
+echo "# mcpbench vs wrk vs oha: echo over Streamable HTTP (JSON, HTTP/1.1), $(date -u +%F)"
+echo
+echo "Reproduce: \`DURATION=$DURATION REPEAT=$REPEAT benches/vs-http-tools.sh\`. Closed loop, one MCP session"
+echo "shared by all connections, against \`mcpbench serve --threads 1\` in another process on the same"
+echo "machine. CPU per request is the generator's user and system time (/usr/bin/time) over its requests."
 for r in $(seq "$REPEAT"); do
   [ "$REPEAT" -gt 1 ] && { echo; echo "sitting $r"; echo; }
   echo "| generator | connections | req/s | p50 ms | p99 ms | errors | user µs/req | sys µs/req | CPU µs/req |"

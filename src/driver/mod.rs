@@ -582,6 +582,11 @@ pub fn run(
 fn progress_line(s: &IntervalSnapshot, interval: Duration) {
     let t = interval.as_secs_f64() * (s.index + 1) as f64;
     let secs = interval.as_secs_f64();
+    if s.started == 0 && s.ended == 0 && s.warmup_ended == 0 && s.in_flight == 0 {
+        // Nothing happened (the tail after the end of the run): no line. A stalled target still
+        // shows, with requests in flight.
+        return;
+    }
     if s.ended == 0 && s.warmup_ended > 0 {
         eprintln!(
             "[{t:>6.1}s] {:>10.1} req/s  (warm-up, not measured)",

@@ -35,6 +35,25 @@ pub enum HttpError {
     HeadTooLarge,
 }
 
+/// Parses a response head at the start of `buf` and hands it to `f`: `Ok(None)` while
+/// incomplete, else the head's length and `f`'s answer. Header slots are left uninitialised:
+/// an initialised array would be a 2 KiB memset per parse attempt.
+pub(crate) fn parse_head<T>(
+    buf: &[u8],
+    f: impl FnOnce(&httparse::Response<'_, '_>) -> T,
+) -> Result<Option<(usize, T)>, httparse::Error> {
+    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 64];
+    let mut resp = httparse::Response::new(&mut []);
+    match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut resp,
+        buf,
+        &mut headers,
+    )? {
+        httparse::Status::Complete(n) => Ok(Some((n, f(&resp)))),
+        httparse::Status::Partial => Ok(None),
+    }
+}
+
 /// How the response body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -182,20 +201,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     pub async fn read_head(&mut self, captured: &mut Captured) -> Result<ResponseHead, HttpError> {
         loop {
             if self.len > self.pos {
-                // Uninitialised header slots: an initialised array would be a 2 KiB memset
-                // per parse attempt.
-                let mut headers =
-                    [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 64];
-                let mut resp = httparse::Response::new(&mut []);
-                let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-                    &mut resp,
-                    &self.buf[self.pos..self.len],
-                    &mut headers,
-                );
+                let parsed = parse_head(&self.buf[self.pos..self.len], |resp| {
+                    (resp.code.unwrap_or(0), interpret(resp, captured))
+                });
                 match parsed {
-                    Ok(httparse::Status::Complete(n)) => {
-                        let status = resp.code.unwrap_or(0);
-                        let head = interpret(&resp, captured);
+                    Ok(Some((n, (status, head)))) => {
                         self.pos += n;
                         let head = head?;
                         if (100..200).contains(&status) && status != 101 {
@@ -212,7 +222,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
                         };
                         return Ok(head);
                     }
-                    Ok(httparse::Status::Partial) => {
+                    Ok(None) => {
                         if self.len - self.pos > MAX_HEAD {
                             self.reusable = false;
                             return Err(HttpError::HeadTooLarge);

@@ -579,22 +579,16 @@ impl<R: AsyncRead + Unpin> WsReader<R> {
     async fn read_upgrade(&mut self, accept: &[u8], subprotocol: &[u8]) -> Result<(), WsError> {
         loop {
             if self.len > self.pos {
-                // Uninitialised header slots, as in `http1`: no 2 KiB memset per attempt.
-                let mut headers =
-                    [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 64];
-                let mut resp = httparse::Response::new(&mut []);
-                let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-                    &mut resp,
-                    &self.buf[self.pos..self.len],
-                    &mut headers,
-                );
+                let parsed = super::http1::parse_head(&self.buf[self.pos..self.len], |resp| {
+                    check_upgrade(resp, accept, subprotocol)
+                });
                 match parsed {
-                    Ok(httparse::Status::Complete(n)) => {
-                        check_upgrade(&resp, accept, subprotocol)?;
+                    Ok(Some((n, checked))) => {
+                        checked?;
                         self.pos += n;
                         return Ok(());
                     }
-                    Ok(httparse::Status::Partial) => {
+                    Ok(None) => {
                         if self.len - self.pos > MAX_HEAD {
                             return Err(WsError::Handshake("response head too large"));
                         }
