@@ -92,6 +92,8 @@ fn streamable_http_revisions_json_sse_http1_http2() {
                 );
                 clean(&s, rev, &label);
                 assert_eq!(s.target.http, http);
+                // Every session the run opened (preflight's, each user's) was ended by DELETE.
+                assert_eq!(srv.state().sessions.len(), 0, "{label}: sessions left open");
                 let echo = s
                     .operations
                     .iter()
@@ -105,6 +107,31 @@ fn streamable_http_revisions_json_sse_http1_http2() {
                 }
             }
         }
+    }
+}
+
+/// A session shared by the virtual users of a worker is ended once, by the last of them.
+#[test]
+fn shared_http_sessions_are_ended_by_their_last_user() {
+    let srv = servers(ResponseMode::Json, 0, 100, Default::default());
+    for http in ["1.1", "2"] {
+        let label = format!("streamable-http shared HTTP/{http}");
+        let s = run(
+            &label,
+            &format!(
+                "url = \"{}\"\nprotocol = \"2025-11-25\"\nhttp = \"{http}\"",
+                srv.mcp_url()
+            ),
+            "sessions = \"shared\"",
+            WORKLOAD,
+        );
+        clean(&s, "2025-11-25", &label);
+        assert_eq!(s.sessions.opened, 1, "{label}: one shared session");
+        assert_eq!(
+            srv.state().sessions.len(),
+            0,
+            "{label}: shared session left open"
+        );
     }
 }
 

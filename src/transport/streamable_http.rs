@@ -79,6 +79,8 @@ pub struct HttpShared {
     /// Request ids must be unique within a session, so they come from one counter.
     next_id: Cell<u64>,
     latch: OpenLatch,
+    /// Virtual users on the session not yet closed: the last to close ends it (DELETE).
+    users: Cell<usize>,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -163,6 +165,7 @@ impl HttpSession {
     /// A handle on a session shared with other virtual users of this worker.
     pub fn shared(ep: Arc<Endpoint>, shared: Rc<HttpShared>) -> Self {
         let mut s = HttpSession::new(ep);
+        shared.users.set(shared.users.get() + 1);
         s.shared = Some(shared);
         s
     }
@@ -279,6 +282,48 @@ impl HttpSession {
         }
     }
 
+    /// Ends the session on the server: DELETE with its id (and the protocol version header), on
+    /// this user's connection or, if that one is unusable, a new one.
+    async fn delete(&mut self, sid: &[u8]) -> Result<(), ()> {
+        if self.dirty && matches!(self.conn, Some(Conn::H1(_))) {
+            self.conn = None;
+        }
+        self.dirty = false;
+        if self.closed_while_idle() || !self.conn_usable() {
+            self.connect().await.map_err(drop)?;
+        }
+        let rev = self.header_revision().filter(|r| r.sends_version_header());
+        match self.conn.as_mut() {
+            Some(Conn::H1(conn)) => {
+                let mut req = Vec::with_capacity(256);
+                req.extend_from_slice(b"DELETE ");
+                req.extend_from_slice(self.ep.path.as_bytes());
+                req.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+                req.extend_from_slice(self.ep.host.as_bytes());
+                req.extend_from_slice(b"\r\n");
+                req.extend_from_slice(&self.ep.extra_headers);
+                if let Some(r) = rev {
+                    req.extend_from_slice(b"MCP-Protocol-Version: ");
+                    req.extend_from_slice(r.as_str().as_bytes());
+                    req.extend_from_slice(b"\r\n");
+                }
+                req.extend_from_slice(b"Mcp-Session-Id: ");
+                req.extend_from_slice(sid);
+                req.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+                conn.send(&req).await.map_err(drop)?;
+                conn.read_head(&mut self.captured).await.map_err(drop)?;
+                conn.discard_body().await.map_err(drop)
+            }
+            Some(Conn::H2(send)) => {
+                let req = build_h2(&self.ep, &self.uri, "DELETE", Some(sid), rev, None, &[])
+                    .map_err(drop)?;
+                let resp = send.send_request(req).await.map_err(drop)?;
+                resp.into_body().collect().await.map(drop).map_err(drop)
+            }
+            None => Err(()),
+        }
+    }
+
     fn conn_usable(&self) -> bool {
         match &self.conn {
             Some(Conn::H1(c)) => c.is_reusable(),
@@ -368,6 +413,7 @@ impl HttpSession {
                 let req = match build_h2(
                     &self.ep,
                     &self.uri,
+                    "POST",
                     self.session_id.as_deref(),
                     header_rev,
                     spec,
@@ -567,24 +613,28 @@ impl HttpSession {
     }
 }
 
-/// An HTTP/2 request for the current body.
+/// An HTTP/2 request (a POST of the current body, or the session's DELETE).
 fn build_h2(
     ep: &Endpoint,
     uri: &hyper::Uri,
+    method: &str,
     session: Option<&[u8]>,
     rev: Option<Revision>,
     spec: Option<&CallSpec>,
     body: &[u8],
 ) -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
     let mut b = hyper::Request::builder()
-        .method("POST")
+        .method(method)
         .uri(uri.clone())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
         .header(
             "user-agent",
             concat!("mcpbench/", env!("CARGO_PKG_VERSION")),
         );
+    if method == "POST" {
+        b = b
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+    }
     for (n, v) in &ep.headers {
         if !n.eq_ignore_ascii_case("host") {
             b = b.header(n.as_str(), v.as_str());
@@ -879,36 +929,21 @@ impl Session for HttpSession {
     }
 
     async fn close(&mut self) {
-        if self.shared.is_some() {
-            // A shared session outlives each user of it; the server reaps it when idle.
-            self.conn = None;
-            return;
+        if let Some(sh) = self.shared.clone() {
+            let left = sh.users.get().saturating_sub(1);
+            sh.users.set(left);
+            if left > 0 {
+                // A shared session outlives each user of it: the last one ends it.
+                self.conn = None;
+                return;
+            }
+            self.adopt();
         }
-        let timeout = self.ep.timeout.min(Duration::from_secs(1));
-        if let (Some(sid), Some(Conn::H1(conn))) =
-            (&self.session_id, self.conn.as_mut().filter(|_| !self.dirty))
-            && conn.is_reusable()
-        {
-            let mut req = Vec::with_capacity(256);
-            req.extend_from_slice(b"DELETE ");
-            req.extend_from_slice(self.ep.path.as_bytes());
-            req.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-            req.extend_from_slice(self.ep.host.as_bytes());
-            req.extend_from_slice(b"\r\n");
-            req.extend_from_slice(&self.ep.extra_headers);
-            req.extend_from_slice(b"Mcp-Session-Id: ");
-            req.extend_from_slice(sid);
-            req.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
-            let cap = &mut self.captured;
-            let _ = tokio::time::timeout(timeout, async {
-                conn.send(&req).await?;
-                conn.read_head(cap).await?;
-                conn.discard_body().await
-            })
-            .await;
+        if let Some(sid) = self.session_id.take() {
+            let timeout = self.ep.timeout.min(Duration::from_secs(1));
+            let _ = tokio::time::timeout(timeout, self.delete(&sid)).await;
         }
         self.conn = None;
-        self.session_id = None;
         self.revision = None;
     }
 
