@@ -7,14 +7,10 @@
 #
 #   benches/memory.sh                                  # 20 000/s for 5 min
 #   RATE=5000 MINUTES=2 OUT=results/baselines/memory.md benches/memory.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --release -q
-BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+source "$(dirname "$0")/common.sh"
 RATE=${RATE:-20000}
 MINUTES=${MINUTES:-5}
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+PORT=$(free_port)
 "$BIN" serve --listen 127.0.0.1:$PORT > "$WORK/serve.log" 2>&1 &
 SERVER=$!
 RUN=

@@ -5,14 +5,10 @@
 #
 #   benches/transports.sh                 # 5 s per case
 #   DURATION=10s benches/transports.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --release -q
-BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+source "$(dirname "$0")/common.sh"
 DURATION=${DURATION:-5s}
-WORK=$(mktemp -d)
-PORT_JSON=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-PORT_SSE=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+PORT_JSON=$(free_port)
+PORT_SSE=$(free_port)
 "$BIN" serve --listen 127.0.0.1:$PORT_JSON > "$WORK/serve-json.log" 2>&1 &
 S1=$!
 "$BIN" serve --listen 127.0.0.1:$PORT_SSE --response sse > "$WORK/serve-sse.log" 2>&1 &

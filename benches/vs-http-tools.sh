@@ -12,15 +12,11 @@
 #   DURATION=10 REPEAT=3 OUT=results/baselines/vs-http-tools.md benches/vs-http-tools.sh
 #
 # Needs wrk (apt install wrk) and oha (cargo install oha --locked); a missing tool is skipped.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --release -q
-BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+source "$(dirname "$0")/common.sh"
 DURATION=${DURATION:-5}
 REPEAT=${REPEAT:-1}
 CONCURRENCY=${CONCURRENCY:-"1 16 64"}
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+PORT=$(free_port)
 "$BIN" serve --listen 127.0.0.1:$PORT --threads 1 > "$WORK/serve.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT

@@ -41,6 +41,9 @@ pub fn describe(o: Outcome) -> String {
         Outcome::Io => "the connection broke before a complete response".into(),
         Outcome::Http(s) => format!("HTTP {s}"),
         Outcome::RpcError(c) => format!("JSON-RPC error {c}"),
+        Outcome::InputRequired => {
+            "the server asked for client input (resultType input_required), which a load generator does not give".into()
+        }
         Outcome::Protocol(k) => format!("protocol violation ({})", k.name()),
         other => other.to_string(),
     }

@@ -12,6 +12,10 @@ pub enum Outcome {
     ToolError,
     /// A JSON-RPC error response, by code.
     RpcError(i64),
+    /// A 2026-07-28 result with `resultType: "input_required"` (MRTR): the server asks the client
+    /// for input (elicitation, sampling, roots) before it completes the call. A load generator
+    /// does not fulfil it; it is counted, not passed off as `Ok`.
+    InputRequired,
     /// An HTTP status other than the expected one, by status.
     Http(u16),
     /// No complete answer within the request timeout.
@@ -32,6 +36,7 @@ pub enum Class {
     Ok,
     ToolError,
     RpcError,
+    InputRequired,
     Http,
     Timeout,
     Connect,
@@ -41,11 +46,12 @@ pub enum Class {
 }
 
 impl Class {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     pub const ALL: [Class; Class::COUNT] = [
         Class::Ok,
         Class::ToolError,
         Class::RpcError,
+        Class::InputRequired,
         Class::Http,
         Class::Timeout,
         Class::Connect,
@@ -59,6 +65,7 @@ impl Class {
             Class::Ok => "ok",
             Class::ToolError => "tool_error",
             Class::RpcError => "rpc_error",
+            Class::InputRequired => "input_required",
             Class::Http => "http",
             Class::Timeout => "timeout",
             Class::Connect => "connect",
@@ -70,7 +77,10 @@ impl Class {
 
     /// The request got an answer from the peer, good or bad at the MCP level.
     pub fn is_completed(self) -> bool {
-        matches!(self, Class::Ok | Class::ToolError | Class::RpcError)
+        matches!(
+            self,
+            Class::Ok | Class::ToolError | Class::RpcError | Class::InputRequired
+        )
     }
 }
 
@@ -80,6 +90,7 @@ impl Outcome {
             Outcome::Ok => Class::Ok,
             Outcome::ToolError => Class::ToolError,
             Outcome::RpcError(_) => Class::RpcError,
+            Outcome::InputRequired => Class::InputRequired,
             Outcome::Http(_) => Class::Http,
             Outcome::Timeout => Class::Timeout,
             Outcome::Connect => Class::Connect,
@@ -110,10 +121,12 @@ pub enum ProtocolKind {
     /// The server did not behave as the negotiated revision requires (e.g. no session id,
     /// an unsupported revision in the initialize result).
     Handshake,
+    /// A result whose `resultType` is neither `complete` nor `input_required`.
+    BadResultType,
 }
 
 impl ProtocolKind {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     pub const ALL: [ProtocolKind; ProtocolKind::COUNT] = [
         ProtocolKind::BadJson,
         ProtocolKind::NotJsonRpc,
@@ -123,6 +136,7 @@ impl ProtocolKind {
         ProtocolKind::NoResponse,
         ProtocolKind::TooLarge,
         ProtocolKind::Handshake,
+        ProtocolKind::BadResultType,
     ];
 
     pub fn name(self) -> &'static str {
@@ -135,6 +149,7 @@ impl ProtocolKind {
             ProtocolKind::NoResponse => "no_response",
             ProtocolKind::TooLarge => "too_large",
             ProtocolKind::Handshake => "handshake",
+            ProtocolKind::BadResultType => "bad_result_type",
         }
     }
 }
@@ -198,7 +213,10 @@ impl OutcomeCounts {
 
     /// Everything that is not `ok` or `tool_error`.
     pub fn errors(&self) -> u64 {
-        self.total() - self.get(Class::Ok) - self.get(Class::ToolError)
+        self.total()
+            - self.get(Class::Ok)
+            - self.get(Class::ToolError)
+            - self.get(Class::InputRequired)
     }
 
     pub fn clear(&mut self) {

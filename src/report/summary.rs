@@ -100,7 +100,7 @@ pub struct StageInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Totals {
     pub started: u64,
-    /// Answered by the peer: ok + tool_error + rpc_error.
+    /// Answered by the peer: ok + tool_error + rpc_error + input_required.
     pub completed: u64,
     /// http, timeout, connect, io, protocol.
     pub failed: u64,
@@ -110,7 +110,7 @@ pub struct Totals {
     pub unaccounted: i64,
     /// ok responses per second.
     pub throughput: f64,
-    /// Everything not ok or tool_error, over all ended.
+    /// Everything not ok, tool_error or input_required, over all ended.
     pub error_rate: f64,
     /// Open loop: arrivals not sent because `max_in_flight` requests were in flight.
     pub dropped: u64,
@@ -152,6 +152,8 @@ pub struct Outcomes {
     pub tool_error: u64,
     /// JSON-RPC error code → count.
     pub rpc_error: BTreeMap<String, u64>,
+    /// 2026-07-28 results asking the client for input (MRTR), not fulfilled.
+    pub input_required: u64,
     /// HTTP status → count.
     pub http: BTreeMap<String, u64>,
     pub timeout: u64,
@@ -172,6 +174,7 @@ impl From<&OutcomeCounts> for Outcomes {
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
+            input_required: c.get(Class::InputRequired),
             http: c
                 .http_statuses
                 .iter()
@@ -279,7 +282,11 @@ pub struct Generator {
 impl Operation {
     pub fn from_shard(name: &str, s: &OpShard, seconds: f64) -> Self {
         let c = &s.counts;
-        let completed = c.get(Class::Ok) + c.get(Class::ToolError) + c.get(Class::RpcError);
+        let completed = Class::ALL
+            .iter()
+            .filter(|cl| cl.is_completed())
+            .map(|cl| c.get(*cl))
+            .sum::<u64>();
         let cancelled = c.get(Class::Cancelled);
         let failed = c.total() - completed - cancelled;
         let latency_by_outcome = Class::ALL

@@ -29,6 +29,7 @@ pub fn outcomes_line(o: &Outcomes) -> String {
     for (code, n) in &o.rpc_error {
         push(format!("rpc_error({code})"), *n);
     }
+    push("input_required".into(), o.input_required);
     for (status, n) in &o.http {
         push(format!("http({status})"), *n);
     }

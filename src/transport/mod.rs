@@ -187,13 +187,13 @@ pub(crate) fn classify(m: Result<Incoming<'_>, DecodeError>, id: u64) -> Option<
             Some(Outcome::Protocol(ProtocolKind::NotJsonRpc))
         }
         Ok(Incoming::Result {
-            id: rid, is_error, ..
+            id: rid,
+            is_error,
+            result_type,
         }) => Some(if !rid.is(id) {
             Outcome::Protocol(ProtocolKind::WrongId)
-        } else if is_error {
-            Outcome::ToolError
         } else {
-            Outcome::Ok
+            result_outcome(is_error, result_type.as_deref())
         }),
         Ok(Incoming::Error { id: rid, code }) => Some(match rid {
             jsonrpc::IdRef::Null => Outcome::RpcError(code),
@@ -201,6 +201,17 @@ pub(crate) fn classify(m: Result<Incoming<'_>, DecodeError>, id: u64) -> Option<
             _ => Outcome::Protocol(ProtocolKind::WrongId),
         }),
         Ok(Incoming::Request { .. } | Incoming::Notification { .. }) => None,
+    }
+}
+
+/// The outcome of a result matched to its request: `resultType` (2026-07-28; absent means
+/// complete) and, when complete, a tool's `isError`.
+pub(crate) fn result_outcome(is_error: bool, result_type: Option<&str>) -> Outcome {
+    match result_type {
+        None | Some("complete") if is_error => Outcome::ToolError,
+        None | Some("complete") => Outcome::Ok,
+        Some("input_required") => Outcome::InputRequired,
+        Some(_) => Outcome::Protocol(ProtocolKind::BadResultType),
     }
 }
 

@@ -248,15 +248,8 @@ impl Mux {
             Ok(Incoming::Result {
                 id: IdRef::Num(n),
                 is_error,
-                ..
-            }) => {
-                let o = if is_error {
-                    Outcome::ToolError
-                } else {
-                    Outcome::Ok
-                };
-                Some((n, o))
-            }
+                result_type,
+            }) => Some((n, super::result_outcome(is_error, result_type.as_deref()))),
             Ok(Incoming::Error {
                 id: IdRef::Num(n),
                 code,

@@ -20,6 +20,8 @@ pub const TOOLS: &[&str] = &[
     "ssenoresp",
     "rpcerror",
     "toolerror",
+    "inputrequired",
+    "badresulttype",
 ];
 
 /// Tools that behave correctly in unusual ways the client must handle: a stream closed after a
@@ -88,6 +90,8 @@ async fn conn(mut s: TcpStream) {
             }
             "tools/call" => match v["params"]["name"].as_str().unwrap_or_default() {
                 "ok" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"fine"}}]}}}}"#), ""),
+                "inputrequired" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"e":{{"method":"elicitation/create","params":{{}}}}}}}}}}"#), ""),
+                "badresulttype" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"later","content":[]}}}}"#), ""),
                 "toolerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"isError":true}}}}"#), ""),
                 "rpcerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"boom"}}}}"#), ""),
                 "http500" => b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops!".to_vec(),

@@ -1,0 +1,11 @@
+# Sourced by the side-by-side bench scripts: a release build of mcpbench ($BIN), a scratch
+# directory ($WORK, which each script removes on exit), and free loopback ports.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cargo build --release -q
+BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+WORK=$(mktemp -d)
+
+free_port() {
+  python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}
