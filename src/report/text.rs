@@ -95,7 +95,8 @@ fn describe_load(s: &Summary) -> String {
             l.concurrency
         )
     } else {
-        format!("{shape} virtual users")
+        let plural = if shape == "1" { "" } else { "s" };
+        format!("{shape} virtual user{plural}")
     }
 }
 
@@ -103,16 +104,22 @@ fn describe_load(s: &Summary) -> String {
 pub fn render(s: &Summary) -> String {
     let mut out = String::new();
     let load = describe_load(s);
+    let limit = crate::scenario::plan::REQUESTS_ONLY_LIMIT.as_secs_f64();
+    let bound = match s.load.requests {
+        Some(n) if s.load.duration_seconds >= limit => format!("{n} requests"),
+        Some(n) => format!("{n} requests within {:.0}s", s.load.duration_seconds),
+        None => format!("{:.0}s", s.load.duration_seconds),
+    };
     let _ = writeln!(
         out,
-        "mcpbench {}: {} target {} ({}, protocol {} negotiated), {}, {:.0}s{}",
+        "mcpbench {}: {} target {} ({}, protocol {} negotiated), {}, {}{}",
         s.scenario.name,
         s.target.kind,
         s.target.url,
         s.target.transport,
         s.target.protocol_negotiated,
         load,
-        s.load.duration_seconds,
+        bound,
         if s.load.warmup_seconds > 0.0 {
             format!(" ({:.0}s warm-up excluded)", s.load.warmup_seconds)
         } else {

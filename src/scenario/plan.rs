@@ -179,6 +179,9 @@ pub enum Sessions {
     Shared,
 }
 
+/// The time bound of a run stopped by a request count alone (no `duration`).
+pub const REQUESTS_ONLY_LIMIT: Duration = Duration::from_secs(3600 * 24);
+
 /// How much load, for how long.
 #[derive(Debug, Clone)]
 pub struct Load {
@@ -1165,7 +1168,7 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
         };
         stages.push((d, target));
     }
-    let limit = Duration::from_secs(3600 * 24);
+    let limit = REQUESTS_ONLY_LIMIT;
     let profile = if stages.is_empty() {
         let level = match (base, open) {
             (Some(b), _) => b,
