@@ -10,14 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::support::{backend_stats, repo, scratch, servers};
 
 fn run_text(text: &str, dir: &std::path::Path) -> driver::RunOutput {
-    let plan =
-        Arc::new(mcpbench::scenario::parse("test.toml", text, &|_| None).expect("valid scenario"));
-    let opts = RunOptions {
-        output: Some(dir.join("run")),
-        scenario_file: "test.toml".into(),
-        ..RunOptions::default()
-    };
-    driver::run(plan, &opts, CancellationToken::new()).expect("run completes")
+    crate::support::run_in(text, dir).expect("run completes")
 }
 
 fn op<'a>(

@@ -9,23 +9,11 @@ use mcpbench::report::Summary;
 use mcpbench::server::ResponseMode;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{capacity, scratch, servers};
-
-fn run_with(text: &str, dir: &std::path::Path) -> Result<driver::RunOutput, driver::RunError> {
-    let plan = Arc::new(
-        mcpbench::scenario::parse(&dir.join("s.toml").display().to_string(), text, &|_| None)
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
-    let opts = RunOptions {
-        output: Some(dir.join("run")),
-        ..RunOptions::default()
-    };
-    driver::run(plan, &opts, CancellationToken::new())
-}
+use crate::support::{capacity, run_in, scratch, servers};
 
 fn run(text: &str) -> Summary {
     let dir = scratch();
-    run_with(text, dir.path())
+    run_in(text, dir.path())
         .unwrap_or_else(|e| panic!("{e}"))
         .summary
 }
@@ -136,7 +124,7 @@ fn connections_closed_while_idle_are_replaced_not_failed() {
 #[test]
 fn closed_loop_stages_ramp_virtual_users() {
     let dir = scratch();
-    let out = run_with(
+    let out = run_in(
         &format!("[load]\nconcurrency = 0\ntimeout = \"5s\"\n[[load.stages]]\nduration = \"1500ms\"\nconcurrency = 4\n[[load.stages]]\nduration = \"1500ms\"\nconcurrency = 4\n{SLEEP}"),
         dir.path(),
     )
@@ -218,7 +206,7 @@ fn think_time_paces_a_closed_loop() {
 #[test]
 fn timeseries_csv_adds_up_to_the_summary() {
     let dir = scratch();
-    let out = run_with("[load]\nconcurrency = 2\nduration = \"2500ms\"\nwarmup = \"500ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n", dir.path()).unwrap();
+    let out = run_in("[load]\nconcurrency = 2\nduration = \"2500ms\"\nwarmup = \"500ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"x\" }\n", dir.path()).unwrap();
     let csv = std::fs::read_to_string(out.dir.join("timeseries.csv")).unwrap();
     let mut lines = csv.lines();
     assert_eq!(
@@ -245,7 +233,7 @@ fn timeseries_csv_adds_up_to_the_summary() {
 #[test]
 fn generated_arguments_are_checked_against_the_schema() {
     let dir = scratch();
-    let err = run_with("[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"sleep\"\narguments = { ms = \"${pick:fast,slow}\" }\n", dir.path())
+    let err = run_in("[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"sleep\"\narguments = { ms = \"${pick:fast,slow}\" }\n", dir.path())
         .expect_err("strings where the schema wants an integer");
     let msg = err.to_string();
     assert!(
@@ -264,7 +252,7 @@ fn jsonl_rows_feed_arguments() {
         "{\"name\": \"Leanne\", \"limit\": 1}\n{\"name\": \"Ervin\", \"limit\": 2}\n",
     )
     .unwrap();
-    let out = run_with(
+    let out = run_in(
         "[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\nrows = \"people.jsonl\"\narguments = { query = \"${row:name}\", limit = \"${row:limit}\" }\n",
         dir.path(),
     )

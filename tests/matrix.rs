@@ -26,14 +26,8 @@ pub fn run(label: &str, target: &str, load_extra: &str, workload: &str) -> Summa
     let text = format!(
         "name = \"matrix\"\n[target]\n{target}\n[load]\nconcurrency = 3\nduration = \"600ms\"\ntimeout = \"5s\"\nworkers = 1\n{load_extra}\n{workload}"
     );
-    let plan = mcpbench::scenario::parse("matrix.toml", &text, &|_| None)
-        .unwrap_or_else(|e| panic!("{label}: {e}"));
     let dir = scratch();
-    let opts = RunOptions {
-        output: Some(dir.path().join("run")),
-        ..RunOptions::default()
-    };
-    driver::run(Arc::new(plan), &opts, CancellationToken::new())
+    crate::support::run_in(&text, dir.path())
         .unwrap_or_else(|e| panic!("{label}: {e}"))
         .summary
 }

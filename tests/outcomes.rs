@@ -1,12 +1,7 @@
 //! A misbehaving server: every failure lands in its own outcome class, nothing vanishes, and
 //! the run finishes and writes its results.
 
-use std::sync::Arc;
-
-use mcpbench::driver::{self, RunOptions};
-use tokio_util::sync::CancellationToken;
-
-use crate::support::{broken, scratch};
+use crate::support::{broken, run_in, scratch};
 
 #[test]
 fn each_misbehaviour_lands_in_its_own_class() {
@@ -20,14 +15,8 @@ fn each_misbehaviour_lands_in_its_own_class() {
             "[[workload]]\nmethod = \"tools/call\"\ntool = \"{tool}\"\n"
         ));
     }
-    let plan = Arc::new(mcpbench::scenario::parse("broken.toml", &text, &|_| None).unwrap());
     let dir = scratch();
-    let opts = RunOptions {
-        output: Some(dir.path().join("run")),
-        ..RunOptions::default()
-    };
-    let out = driver::run(plan, &opts, CancellationToken::new())
-        .expect("the run finishes despite the server");
+    let out = run_in(&text, dir.path()).expect("the run finishes despite the server");
     let s = &out.summary;
     let expect: &[(&str, &str)] = &[
         ("ok", "ok"),
@@ -98,14 +87,8 @@ fn stdio_misbehaviours_land_in_their_classes() {
             "name = \"broken-stdio\"\n[target]\ncommand = [\"python3\", \"{}\"]\n[load]\nconcurrency = 2\nduration = \"1s\"\ntimeout = \"300ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"{tool}\"\n",
             script.display()
         );
-        let plan =
-            Arc::new(mcpbench::scenario::parse("broken-stdio.toml", &text, &|_| None).unwrap());
         let dir = scratch();
-        let opts = RunOptions {
-            output: Some(dir.path().join("run")),
-            ..RunOptions::default()
-        };
-        let out = driver::run(plan, &opts, CancellationToken::new()).expect("the run finishes");
+        let out = run_in(&text, dir.path()).expect("the run finishes");
         let op = out
             .summary
             .operations
@@ -157,13 +140,8 @@ fn resumed_streams_and_server_pings_succeed() {
             "[[workload]]\nmethod = \"tools/call\"\ntool = \"{tool}\"\n"
         ));
     }
-    let plan = Arc::new(mcpbench::scenario::parse("unusual.toml", &text, &|_| None).unwrap());
     let dir = scratch();
-    let opts = RunOptions {
-        output: Some(dir.path().join("run")),
-        ..RunOptions::default()
-    };
-    let out = driver::run(plan, &opts, CancellationToken::new()).unwrap();
+    let out = run_in(&text, dir.path()).unwrap();
     for tool in broken::UNUSUAL {
         let op = out
             .summary

@@ -482,15 +482,12 @@ enum Ended {
 /// once per timeout period per virtual user, and a timeout is still detected on time.
 struct Watchdog {
     sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-    armed: tokio::time::Instant,
 }
 
 impl Watchdog {
     fn new() -> Self {
-        let now = tokio::time::Instant::now();
         Watchdog {
-            sleep: Box::pin(tokio::time::sleep_until(now)),
-            armed: now,
+            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
         }
     }
 
@@ -502,8 +499,8 @@ impl Watchdog {
         mut f: std::pin::Pin<&mut F>,
     ) -> Ended {
         let deadline = tokio::time::Instant::from_std(deadline);
-        if deadline < self.armed {
-            self.arm(deadline);
+        if deadline < self.sleep.deadline() {
+            self.sleep.as_mut().reset(deadline);
         }
         poll_fn(|cx| {
             if let Poll::Ready(reply) = f.as_mut().poll(cx) {
@@ -513,16 +510,11 @@ impl Watchdog {
                 if tokio::time::Instant::now() >= deadline {
                     return Poll::Ready(Ended::Timeout(Instant::now()));
                 }
-                self.arm(deadline);
+                self.sleep.as_mut().reset(deadline);
             }
             Poll::Pending
         })
         .await
-    }
-
-    fn arm(&mut self, deadline: tokio::time::Instant) {
-        self.sleep.as_mut().reset(deadline);
-        self.armed = deadline;
     }
 }
 

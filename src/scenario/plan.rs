@@ -585,8 +585,9 @@ fn key_hint(path: &str) -> Option<String> {
         }
         "target.tls.ca" => "a PEM file of the CA (or self-signed certificate) to trust",
         "load.sessions" => {
-            "\"per-vu\" (a session per virtual user) or \"shared\" (one per worker thread, many requests in flight)"
+            "\"per-vu\" (a session per virtual user), \"shared\" (one per worker thread, many requests in flight) or \"per-request\" (session churn)"
         }
+        "load.arrival" => "\"poisson\" (independent arrivals) or \"uniform\" (evenly spaced)",
         "workload.progress" => {
             "true to ask for progress notifications (progressToken = request id)"
         }
@@ -605,22 +606,39 @@ fn key_hint(path: &str) -> Option<String> {
     Some(h.to_string())
 }
 
+/// A value from a closed set of names (aliases included), or an error naming `what` with the
+/// key's hint.
+fn one_of<T: Copy>(
+    src: &Source<'_>,
+    v: &Spanned<String>,
+    what: &str,
+    key: &str,
+    options: &[(&str, T)],
+) -> Result<T, ScenarioError> {
+    let s = v.get_ref().as_str();
+    options
+        .iter()
+        .find(|(name, _)| *name == s)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| src.error(v.span(), format!("unknown {what} `{s}`"), key_hint(key)))
+}
+
 fn transport_kind(
     src: &Source<'_>,
     t: &Spanned<String>,
     key: &str,
 ) -> Result<TransportKind, ScenarioError> {
-    match t.get_ref().as_str() {
-        "streamable-http" | "http" => Ok(TransportKind::StreamableHttp),
-        "sse" | "http+sse" => Ok(TransportKind::LegacySse),
-        "websocket" | "ws" => Ok(TransportKind::WebSocket),
-        "stdio" => Ok(TransportKind::Stdio),
-        other => Err(src.error(
-            t.span(),
-            format!("unknown transport `{other}`"),
-            key_hint(key),
-        )),
-    }
+    use TransportKind::*;
+    let options = [
+        ("streamable-http", StreamableHttp),
+        ("http", StreamableHttp),
+        ("sse", LegacySse),
+        ("http+sse", LegacySse),
+        ("websocket", WebSocket),
+        ("ws", WebSocket),
+        ("stdio", Stdio),
+    ];
+    one_of(src, t, "transport", key, &options)
 }
 
 fn protocol_choice(
@@ -646,17 +664,8 @@ fn http_version(
     key: &str,
     transport: TransportKind,
 ) -> Result<bool, ScenarioError> {
-    let h2 = match h.get_ref().as_str() {
-        "1.1" | "1" => false,
-        "2" | "2.0" => true,
-        other => {
-            return Err(src.error(
-                h.span(),
-                format!("unknown HTTP version `{other}`"),
-                key_hint(key),
-            ));
-        }
-    };
+    let options = [("1.1", false), ("1", false), ("2", true), ("2.0", true)];
+    let h2 = one_of(src, h, "HTTP version", key, &options)?;
     if h2 && transport != TransportKind::StreamableHttp {
         return Err(src.error(
             h.span(),
@@ -957,17 +966,8 @@ fn embedded(src: &Source<'_>, e: Option<&Spanned<RawEmbedded>>) -> Result<Embedd
         out.conn.http2 = http_version(src, h, "embedded.http", out.conn.transport)?;
     }
     if let Some(r) = &e.response {
-        out.response = match r.get_ref().as_str() {
-            "json" => ResponseMode::Json,
-            "sse" => ResponseMode::Sse,
-            other => {
-                return Err(src.error(
-                    r.span(),
-                    format!("unknown response mode `{other}`"),
-                    key_hint("embedded.response"),
-                ));
-            }
-        };
+        let options = [("json", ResponseMode::Json), ("sse", ResponseMode::Sse)];
+        out.response = one_of(src, r, "response mode", "embedded.response", &options)?;
     }
     if let Some(c) = &e.catalog {
         out.catalog = *c.get_ref() as usize;
@@ -1017,16 +1017,15 @@ fn dur(src: &Source<'_>, v: &Spanned<String>, key: &str) -> Result<Duration, Sce
 
 fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
     let raw = l.get_ref();
-    let open = match raw.model.as_ref().map(|m| (m, m.get_ref().as_str())) {
-        None | Some((_, "closed")) => false,
-        Some((_, "open")) => true,
-        Some((m, other)) => {
-            return Err(src.error(
-                m.span(),
-                format!("unknown load model `{other}`"),
-                key_hint("load.model"),
-            ));
-        }
+    let open = match &raw.model {
+        None => false,
+        Some(m) => one_of(
+            src,
+            m,
+            "load model",
+            "load.model",
+            &[("closed", false), ("open", true)],
+        )?,
     };
     // Keys that belong to the other model are mistakes, not silently ignored.
     if open {
@@ -1261,16 +1260,15 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
             Some((a, b))
         }
     };
-    let sessions = match raw.sessions.as_ref().map(|s| (s, s.get_ref().as_str())) {
-        None | Some((_, "per-vu")) => Sessions::PerVu,
-        Some((_, "shared")) => Sessions::Shared,
-        Some((_, "per-request")) => Sessions::PerRequest,
-        Some((s, other)) => {
-            return Err(src.error(
-                s.span(),
-                format!("unknown session mode `{other}`"),
-                key_hint("load.sessions"),
-            ));
+    let sessions = match &raw.sessions {
+        None => Sessions::PerVu,
+        Some(s) => {
+            let options = [
+                ("per-vu", Sessions::PerVu),
+                ("shared", Sessions::Shared),
+                ("per-request", Sessions::PerRequest),
+            ];
+            one_of(src, s, "session mode", "load.sessions", &options)?
         }
     };
     let workers = match &raw.workers {
@@ -1285,15 +1283,11 @@ fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
         None => None,
     };
     let (model, concurrency) = if open {
-        let arrival = match raw.arrival.as_ref().map(|a| (a, a.get_ref().as_str())) {
-            None | Some((_, "poisson")) => Arrival::Poisson,
-            Some((_, "uniform")) => Arrival::Uniform,
-            Some((a, other)) => {
-                return Err(src.error(
-                    a.span(),
-                    format!("unknown arrival process `{other}`"),
-                    key_hint("load.arrival"),
-                ));
+        let arrival = match &raw.arrival {
+            None => Arrival::Poisson,
+            Some(a) => {
+                let options = [("poisson", Arrival::Poisson), ("uniform", Arrival::Uniform)];
+                one_of(src, a, "arrival process", "load.arrival", &options)?
             }
         };
         let max_in_flight = match &raw.max_in_flight {
@@ -1522,6 +1516,64 @@ mod tests {
         assert_eq!(p.ops, vec!["initialize", "tools/call:echo", "tools/list"]);
         assert!(matches!(p.target, Target::Embedded(_)));
         assert_eq!(p.workload[1].weight, 2);
+    }
+
+    #[test]
+    fn closed_sets_of_values_name_the_bad_one_and_the_choices() {
+        // An open-model load section, for the arrival process.
+        let open = OK.replace("concurrency = 4", "model = \"open\"\nrate = 10");
+        let cases = [
+            (
+                OK,
+                "model",
+                "closed",
+                "batch",
+                "load.model",
+                "unknown load model `batch`",
+                "\"open\"",
+            ),
+            (
+                OK,
+                "sessions",
+                "per-request",
+                "pooled",
+                "load.sessions",
+                "unknown session mode `pooled`",
+                "\"per-request\"",
+            ),
+            (
+                open.as_str(),
+                "arrival",
+                "uniform",
+                "bursty",
+                "load.arrival",
+                "unknown arrival process `bursty`",
+                "\"uniform\"",
+            ),
+        ];
+        for (base, key, good, bad, path, message, choice) in cases {
+            let with = |v: &str| {
+                base.replace(
+                    "duration = \"2s\"",
+                    &format!("duration = \"2s\"\n{key} = \"{v}\""),
+                )
+            };
+            let d = err(&with(bad));
+            assert_eq!((d.key.as_str(), d.message.as_str()), (path, message));
+            assert!(d.hint.unwrap().contains(choice), "{key}");
+            parse("t.toml", &with(good), &|_| None).unwrap();
+        }
+        let d = err(&OK.replace(
+            "name = \"q\"\n",
+            "name = \"q\"\n[target]\nurl = \"http://127.0.0.1:1/mcp\"\nhttp = \"3\"\n",
+        ));
+        assert_eq!(
+            (d.key.as_str(), d.message.as_str()),
+            ("target.http", "unknown HTTP version `3`")
+        );
+        let d = err(&OK.replace("name = \"q\"\n", "name = \"q\"\n[target]\nurl = \"http://127.0.0.1:1/mcp\"\ntransport = \"carrier-pigeon\"\n"));
+        assert_eq!(d.message, "unknown transport `carrier-pigeon`");
+        assert!(d.hint.unwrap().contains("websocket"));
     }
 
     #[test]

@@ -227,32 +227,42 @@ impl HttpSession {
         }
     }
 
-    fn render_head(&mut self) {
-        let h = &mut self.head;
-        h.clear();
-        h.extend_from_slice(b"POST ");
-        h.extend_from_slice(self.ep.path.as_bytes());
-        h.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        h.extend_from_slice(self.ep.host.as_bytes());
-        h.extend_from_slice(b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nUser-Agent: mcpbench/");
-        h.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-        h.extend_from_slice(b"\r\n");
-        h.extend_from_slice(&self.ep.extra_headers);
+    /// Writes an HTTP/1.1 request head up to its request-specific headers: the request line,
+    /// Host, User-Agent, `fixed` header lines, the endpoint's extra headers, the session id and
+    /// the protocol version header.
+    fn request_head(&self, out: &mut Vec<u8>, method: &str, fixed: &[u8]) {
+        out.extend_from_slice(method.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(self.ep.path.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(self.ep.host.as_bytes());
+        out.extend_from_slice(b"\r\nUser-Agent: mcpbench/");
+        out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(fixed);
+        out.extend_from_slice(&self.ep.extra_headers);
         if let Some(sid) = &self.session_id {
-            h.extend_from_slice(b"Mcp-Session-Id: ");
-            h.extend_from_slice(sid);
-            h.extend_from_slice(b"\r\n");
+            out.extend_from_slice(b"Mcp-Session-Id: ");
+            out.extend_from_slice(sid);
+            out.extend_from_slice(b"\r\n");
         }
-        let rev = if self.ep.protocol.has_handshake() {
-            self.revision
-        } else {
-            Some(self.ep.protocol)
-        };
-        if let Some(rev) = rev.filter(|r| r.sends_version_header()) {
-            h.extend_from_slice(b"MCP-Protocol-Version: ");
-            h.extend_from_slice(rev.as_str().as_bytes());
-            h.extend_from_slice(b"\r\n");
+        if let Some(rev) = self.header_revision().filter(|r| r.sends_version_header()) {
+            out.extend_from_slice(b"MCP-Protocol-Version: ");
+            out.extend_from_slice(rev.as_str().as_bytes());
+            out.extend_from_slice(b"\r\n");
         }
+    }
+
+    /// Pre-renders the POST head (everything but the per-request headers and length).
+    fn render_head(&mut self) {
+        let mut head = std::mem::take(&mut self.head);
+        head.clear();
+        self.request_head(
+            &mut head,
+            "POST",
+            b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+        );
+        self.head = head;
     }
 
     async fn connect(&mut self) -> Result<(), Outcome> {
@@ -284,7 +294,7 @@ impl HttpSession {
 
     /// Ends the session on the server: DELETE with its id (and the protocol version header), on
     /// this user's connection or, if that one is unusable, a new one.
-    async fn delete(&mut self, sid: &[u8]) -> Result<(), ()> {
+    async fn delete(&mut self) -> Result<(), ()> {
         if self.dirty && matches!(self.conn, Some(Conn::H1(_))) {
             self.conn = None;
         }
@@ -292,31 +302,20 @@ impl HttpSession {
         if self.closed_while_idle() || !self.conn_usable() {
             self.connect().await.map_err(drop)?;
         }
-        let rev = self.header_revision().filter(|r| r.sends_version_header());
+        let mut req = Vec::with_capacity(256);
+        self.request_head(&mut req, "DELETE", b"Content-Length: 0\r\n");
+        req.extend_from_slice(b"\r\n");
+        let rev = self.header_revision();
+        let sid = self.session_id.as_deref();
         match self.conn.as_mut() {
             Some(Conn::H1(conn)) => {
-                let mut req = Vec::with_capacity(256);
-                req.extend_from_slice(b"DELETE ");
-                req.extend_from_slice(self.ep.path.as_bytes());
-                req.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-                req.extend_from_slice(self.ep.host.as_bytes());
-                req.extend_from_slice(b"\r\n");
-                req.extend_from_slice(&self.ep.extra_headers);
-                if let Some(r) = rev {
-                    req.extend_from_slice(b"MCP-Protocol-Version: ");
-                    req.extend_from_slice(r.as_str().as_bytes());
-                    req.extend_from_slice(b"\r\n");
-                }
-                req.extend_from_slice(b"Mcp-Session-Id: ");
-                req.extend_from_slice(sid);
-                req.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
                 conn.send(&req).await.map_err(drop)?;
                 conn.read_head(&mut self.captured).await.map_err(drop)?;
                 conn.discard_body().await.map_err(drop)
             }
             Some(Conn::H2(send)) => {
-                let req = build_h2(&self.ep, &self.uri, "DELETE", Some(sid), rev, None, &[])
-                    .map_err(drop)?;
+                let req =
+                    build_h2(&self.ep, &self.uri, "DELETE", sid, rev, None, &[]).map_err(drop)?;
                 let resp = send.send_request(req).await.map_err(drop)?;
                 resp.into_body().collect().await.map(drop).map_err(drop)
             }
@@ -542,22 +541,7 @@ impl HttpSession {
                                 Duration::from_millis(self.sse.retry_ms().unwrap_or(0).min(10_000));
                             tokio::time::sleep(wait).await;
                             let mut get = Vec::with_capacity(self.head.len() + 64);
-                            get.extend_from_slice(b"GET ");
-                            get.extend_from_slice(self.ep.path.as_bytes());
-                            get.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-                            get.extend_from_slice(self.ep.host.as_bytes());
-                            get.extend_from_slice(b"\r\nAccept: text/event-stream\r\n");
-                            get.extend_from_slice(&self.ep.extra_headers);
-                            if let Some(sid) = &self.session_id {
-                                get.extend_from_slice(b"Mcp-Session-Id: ");
-                                get.extend_from_slice(sid);
-                                get.extend_from_slice(b"\r\n");
-                            }
-                            if let Some(r) = self.revision.filter(|r| r.sends_version_header()) {
-                                get.extend_from_slice(b"MCP-Protocol-Version: ");
-                                get.extend_from_slice(r.as_str().as_bytes());
-                                get.extend_from_slice(b"\r\n");
-                            }
+                            self.request_head(&mut get, "GET", b"Accept: text/event-stream\r\n");
                             get.extend_from_slice(b"Last-Event-ID: ");
                             get.extend_from_slice(self.sse.last_id());
                             get.extend_from_slice(b"\r\n");
@@ -939,11 +923,12 @@ impl Session for HttpSession {
             }
             self.adopt();
         }
-        if let Some(sid) = self.session_id.take() {
+        if self.session_id.is_some() {
             let timeout = self.ep.timeout.min(Duration::from_secs(1));
-            let _ = tokio::time::timeout(timeout, self.delete(&sid)).await;
+            let _ = tokio::time::timeout(timeout, self.delete()).await;
         }
         self.conn = None;
+        self.session_id = None;
         self.revision = None;
     }
 

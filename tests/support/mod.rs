@@ -176,6 +176,27 @@ pub fn backend_stats(addr: SocketAddr) -> serde_json::Value {
 }
 
 /// A scratch directory that is removed at the end of the test.
+/// Parses a scenario (panicking on a bad one: a test's own text) as if it were `dir/test.toml`
+/// (relative paths in it resolve against `dir`) and runs it with results under `dir/run`; the
+/// run's own error is returned.
+pub fn run_in(
+    text: &str,
+    dir: &Path,
+) -> Result<mcpbench::driver::RunOutput, mcpbench::driver::RunError> {
+    let file = dir.join("test.toml").display().to_string();
+    let plan = mcpbench::scenario::parse(&file, text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let opts = mcpbench::driver::RunOptions {
+        output: Some(dir.join("run")),
+        scenario_file: file,
+        ..Default::default()
+    };
+    mcpbench::driver::run(
+        std::sync::Arc::new(plan),
+        &opts,
+        tokio_util::sync::CancellationToken::new(),
+    )
+}
+
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
