@@ -81,11 +81,26 @@ pub struct ResponseHead {
     pub keep_alive: bool,
 }
 
-/// Headers whose values the caller wants copied out of the head.
+/// Headers whose values the caller wants copied out of the last response head, into buffers
+/// reused from one response to the next (servers may repeat `Mcp-Session-Id` on every response).
 #[derive(Debug, Default)]
 pub struct Captured {
-    /// `Mcp-Session-Id`, when present.
-    pub session_id: Option<Vec<u8>>,
+    session_id: Vec<u8>,
+    has_session_id: bool,
+}
+
+impl Captured {
+    /// `Mcp-Session-Id` of the last response head, if it had one.
+    pub fn session_id(&self) -> Option<&[u8]> {
+        self.has_session_id.then_some(&self.session_id[..])
+    }
+
+    /// Records the `Mcp-Session-Id` of a response head (`None`: it had none).
+    pub fn set_session_id(&mut self, value: Option<&[u8]>) {
+        self.session_id.clear();
+        self.session_id.extend_from_slice(value.unwrap_or_default());
+        self.has_session_id = value.is_some();
+    }
 }
 
 /// One HTTP/1.1 connection over any byte stream (TCP, TLS).
@@ -327,7 +342,7 @@ fn interpret(
     let mut length: Option<u64> = None;
     let mut chunked = false;
     let mut keep_alive = resp.version == Some(1);
-    captured.session_id = None;
+    captured.set_session_id(None);
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -353,7 +368,7 @@ fn interpret(
                 }
             }
         } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
-            captured.session_id = Some(h.value.to_vec());
+            captured.set_session_id(Some(h.value));
         }
     }
     let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
@@ -647,6 +662,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn captured_headers_are_those_of_the_last_head() {
+        let (client, mut server) = tokio::io::duplex(4096);
+        server
+            .write_all(b"HTTP/1.1 200 OK\r\nMcp-Session-Id: s-1\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nmcp-session-id: s-22\r\nContent-Length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        let mut conn = Http1Conn::new(client);
+        let mut cap = Captured::default();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            conn.read_head(&mut cap).await.unwrap();
+            seen.push(cap.session_id().map(<[u8]>::to_vec));
+        }
+        assert_eq!(seen, [Some(b"s-1".to_vec()), None, Some(b"s-22".to_vec())]);
+    }
+
+    #[tokio::test]
     async fn reads_length_chunked_and_close_delimited_bodies() {
         let (h, b, c) = roundtrip(
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nContent-Length: 4\r\n\r\n{}{}",
@@ -658,7 +690,7 @@ mod tests {
             (200, ContentKind::Json, true)
         );
         assert_eq!(b, b"{}{}");
-        assert_eq!(c.session_id.as_deref(), Some(&b"abc"[..]));
+        assert_eq!(c.session_id(), Some(&b"abc"[..]));
 
         let (h, b, _) = roundtrip(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",

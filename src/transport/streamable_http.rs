@@ -428,10 +428,9 @@ impl HttpSession {
                             .headers()
                             .get("content-type")
                             .map_or(ContentKind::Missing, |v| content_kind(v.as_bytes()));
-                        self.captured.session_id = resp
-                            .headers()
-                            .get("mcp-session-id")
-                            .map(|v| v.as_bytes().to_vec());
+                        self.captured.set_session_id(
+                            resp.headers().get("mcp-session-id").map(|v| v.as_bytes()),
+                        );
                         (Head { status, content }, Body::H2(resp.into_body()))
                     }
                     Err(_) => {
@@ -830,7 +829,7 @@ impl HttpSession {
                 ..reply
             };
         };
-        self.session_id = self.captured.session_id.take();
+        self.session_id = self.captured.session_id().map(<[u8]>::to_vec);
         self.revision = Some(negotiated);
         self.render_head();
         let note = self
