@@ -2,8 +2,12 @@
 # directory ($WORK, which each script removes on exit), and free loopback ports.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo build --release -q
-BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+# BIN=path/to/mcpbench measures that binary instead (e.g. a build of another commit, side by
+# side with this one); otherwise this checkout is built.
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q
+  BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release/mcpbench
+fi
 WORK=$(mktemp -d)
 
 free_port() {

@@ -111,5 +111,46 @@ fn record(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, envelope, sse, request_body, record);
+/// The reference server validates every `tools/call`'s arguments against the tool's input
+/// schema: its own small validator (the keywords its tools use) against the `jsonschema`
+/// crate's compiled validator, which preflight uses for other servers' schemas. The server keeps
+/// its own while it is the faster one here.
+fn schema_validation(c: &mut Criterion) {
+    let cases = [
+        (
+            "echo",
+            serde_json::json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false}),
+            serde_json::json!({"message": "hello from mcpbench"}),
+        ),
+        (
+            "search_contacts",
+            serde_json::json!({"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 200}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}}, "required": ["query"], "additionalProperties": false}),
+            serde_json::json!({"query": "Leanne", "limit": 10}),
+        ),
+    ];
+    let mut g = c.benchmark_group("schema_validation");
+    for (name, schema, args) in &cases {
+        g.bench_with_input(
+            BenchmarkId::new("reference_server", name),
+            args,
+            |b, args| {
+                b.iter(|| black_box(mcpbench::server::schema::validate(schema, args).is_ok()))
+            },
+        );
+        let compiled = mcpbench::driver::preflight::compile(schema).unwrap();
+        g.bench_with_input(BenchmarkId::new("jsonschema", name), args, |b, args| {
+            b.iter(|| black_box(compiled.validate(args).is_ok()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    envelope,
+    sse,
+    request_body,
+    record,
+    schema_validation
+);
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 //! Command-line interface: `run`, `serve`, `validate`, `probe`.
 //!
-//! Exit codes: 0 success; 1 thresholds breached or regression (reserved); 2 usage or runtime
-//! error (including an interrupted run, whose partial results are still written).
+//! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success; 1 the target failed a check
+//! (thresholds breached, a regression, a failed probe); 2 usage, scenario, set-up or runtime
+//! error, including an interrupted run (its partial results are still written).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,9 +13,11 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{self, RunOptions};
+use crate::probe::{self, ProbeError, ProbeOptions};
+use crate::protocol::ResponseMode;
 use crate::protocol::jsonrpc::Codec;
 use crate::scenario::{self, Target};
-use crate::server::{self, ResponseMode};
+use crate::server;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -89,8 +92,15 @@ pub enum Command {
         #[arg(long)]
         conformance: bool,
     },
-    /// Check a scenario file without running it.
-    Validate { scenario: PathBuf },
+    /// Check a scenario file without running it; with --connect (always for the built-in
+    /// server) also open a session on the target and check the workload against its tools.
+    Validate {
+        scenario: PathBuf,
+        /// Also connect to a remote target: the tools the workload calls exist and the
+        /// generated arguments fit their input schemas.
+        #[arg(long)]
+        connect: bool,
+    },
     /// Open one MCP session on a Streamable HTTP endpoint with mcpbench's client, list the
     /// tools, call the ones asked for, and print one line (exit 0 ok, 1 failed, 2 usage). Under
     /// the official conformance suite (MCP_CONFORMANCE_SCENARIO set) the scenario decides what
@@ -103,18 +113,29 @@ pub enum Command {
         protocol: crate::protocol::version::Revision,
         /// A tool to call, optionally with JSON arguments: `--call echo`,
         /// `--call 'echo={"message":"hi"}'`. Repeatable.
-        #[arg(long = "call", value_name = "TOOL[=JSON]", value_parser = crate::probe::parse_call)]
+        #[arg(long = "call", value_name = "TOOL[=JSON]", value_parser = probe::parse_call)]
         calls: Vec<(String, serde_json::Value)>,
         /// An extra HTTP header, `Name: value` (repeatable).
-        #[arg(long = "header", short = 'H', value_parser = crate::probe::parse_header)]
+        #[arg(long = "header", short = 'H', value_parser = probe::parse_header)]
         headers: Vec<(String, String)>,
         /// Bound on connecting and on each exchange.
-        #[arg(long, default_value = "10s", value_parser = crate::scenario::duration::parse)]
+        #[arg(long, default_value = "10s", value_parser = mcpbench_knobs::parse_duration)]
         timeout: std::time::Duration,
         /// https: accept any certificate (self-signed test servers only).
         #[arg(long)]
         insecure: bool,
     },
+}
+
+/// Exit code: the target failed a check (thresholds, regression, probe).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: usage, scenario, set-up or runtime error, or an interrupted run.
+pub const EXIT_ERROR: u8 = 2;
+
+/// Prints `error: …` and gives exit code 2: the one way every command reports an error.
+fn error(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(EXIT_ERROR)
 }
 
 /// Runs the parsed command.
@@ -127,7 +148,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             headers,
             timeout,
             insecure,
-        } => crate::probe::command(crate::probe::ProbeOptions {
+        } => probe(ProbeOptions {
             url,
             protocol,
             calls,
@@ -135,27 +156,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             timeout,
             insecure,
         }),
-        Command::Validate { scenario } => match scenario::load(&scenario) {
-            Ok(plan) => {
-                let target = match &plan.target {
-                    Target::Embedded(_) => "the built-in reference server".to_string(),
-                    Target::Remote(r) => r.describe(),
-                };
-                println!(
-                    "{}: ok — {} workload entries against {}, {} virtual users for {}",
-                    scenario.display(),
-                    plan.workload.len(),
-                    target,
-                    plan.load.concurrency,
-                    scenario::duration::format(plan.load.duration)
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
-        },
+        Command::Validate { scenario, connect } => validate(&scenario, connect),
         Command::Run {
             scenario,
             output,
@@ -164,13 +165,6 @@ pub fn execute(cli: Cli) -> ExitCode {
             workers,
             quiet,
         } => {
-            let plan = match scenario::load(&scenario) {
-                Ok(p) => Arc::new(p),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
             let opts = RunOptions {
                 output,
                 results_root,
@@ -180,42 +174,7 @@ pub fn execute(cli: Cli) -> ExitCode {
                 scenario_file: scenario.display().to_string(),
                 ..RunOptions::default()
             };
-            let interrupt = CancellationToken::new();
-            watch_ctrl_c(interrupt.clone());
-            if plan.find_max.is_some() {
-                return match driver::findmax::find_max(plan, &opts, interrupt) {
-                    Ok((report, dir)) => {
-                        print!("{}", driver::findmax::render(&report, &dir));
-                        if report.interrupted {
-                            ExitCode::from(2)
-                        } else {
-                            ExitCode::SUCCESS
-                        }
-                    }
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        ExitCode::from(2)
-                    }
-                };
-            }
-            match driver::run(plan, &opts, interrupt) {
-                Ok(out) => {
-                    print!("{}", driver::render(&out));
-                    if out.summary.interrupted {
-                        eprintln!(
-                            "interrupted: partial results written to {}",
-                            out.dir.display()
-                        );
-                        ExitCode::from(2)
-                    } else {
-                        ExitCode::SUCCESS
-                    }
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            run(&scenario, &opts)
         }
         Command::Serve {
             listen,
@@ -242,6 +201,106 @@ pub fn execute(cli: Cli) -> ExitCode {
             conformance,
         }),
     }
+}
+
+/// `validate`: the file, and (embedded target, or `--connect`) the workload against the
+/// target's tools.
+fn validate(file: &std::path::Path, connect: bool) -> ExitCode {
+    let plan = match scenario::load(file) {
+        Ok(p) => p,
+        Err(e) => return error(e),
+    };
+    let embedded = matches!(plan.target, Target::Embedded(_));
+    let target = match &plan.target {
+        Target::Embedded(_) => "the built-in reference server".to_string(),
+        Target::Remote(r) => r.describe(),
+    };
+    let mut checked = String::new();
+    if embedded || connect {
+        let opts = RunOptions {
+            scenario_file: file.display().to_string(),
+            ..RunOptions::default()
+        };
+        match driver::runtime().and_then(|rt| driver::check(&plan, &opts, &rt)) {
+            Ok(c) => {
+                checked = format!(
+                    "; {} tools listed, {} negotiated",
+                    c.preflight.tools.len(),
+                    c.preflight.revision
+                )
+            }
+            Err(e) => return error(e),
+        }
+    }
+    println!(
+        "{}: ok — {} workload entries against {}{checked}, {} virtual users for {}",
+        file.display(),
+        plan.workload.len(),
+        target,
+        plan.load.concurrency,
+        mcpbench_knobs::format_duration(plan.load.duration)
+    );
+    ExitCode::SUCCESS
+}
+
+/// `probe`: without `--call`, the conformance scenario named in [`probe::SCENARIO_ENV`] (if
+/// any) decides what to call. Prints one line; exit 0 ok, 1 failed, 2 usage.
+fn probe(mut o: ProbeOptions) -> ExitCode {
+    if o.calls.is_empty()
+        && let Ok(scenario) = std::env::var(probe::SCENARIO_ENV)
+    {
+        match probe::scenario_calls(&scenario) {
+            Some(calls) => o.calls = calls,
+            None => {
+                return error(format_args!(
+                    "probe: mcpbench does not take part in conformance scenario `{scenario}` \
+                     (interactive and OAuth flows are out of scope for a load generator)"
+                ));
+            }
+        }
+    }
+    match probe::run(&o) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(ProbeError::Usage(e)) => error(e),
+        Err(ProbeError::Failed(e)) => {
+            eprintln!("probe failed: {}: {e}", o.url);
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// `run`: one run, or a find-max search; Ctrl-C stops early and still writes results.
+fn run(file: &std::path::Path, opts: &RunOptions) -> ExitCode {
+    let plan = match scenario::load(file) {
+        Ok(p) => Arc::new(p),
+        Err(e) => return error(e),
+    };
+    let interrupt = CancellationToken::new();
+    watch_ctrl_c(interrupt.clone());
+    let (rendered, interrupted, dir) = if plan.find_max.is_some() {
+        match driver::findmax::find_max(plan, opts, interrupt) {
+            Ok((report, dir)) => (
+                driver::findmax::render(&report, &dir),
+                report.interrupted,
+                dir,
+            ),
+            Err(e) => return error(e),
+        }
+    } else {
+        match driver::run(plan, opts, interrupt) {
+            Ok(out) => (driver::render(&out), out.summary.interrupted, out.dir),
+            Err(e) => return error(e),
+        }
+    };
+    print!("{rendered}");
+    if interrupted {
+        eprintln!("interrupted: partial results written to {}", dir.display());
+        return ExitCode::from(EXIT_ERROR);
+    }
+    ExitCode::SUCCESS
 }
 
 /// Cancels `token` on the first Ctrl-C; a second Ctrl-C exits at once.
@@ -288,10 +347,7 @@ fn serve(o: Serve) -> ExitCode {
     if let Some((cert, key)) = &o.tls {
         match server::tls::load_pem(cert, key) {
             Ok(tls) => config.tls = Some(tls),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return error(e),
         }
     }
     let threads = o
@@ -306,10 +362,7 @@ fn serve(o: Serve) -> ExitCode {
             signalled(),
         ) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
+            Err(e) => error(e),
         };
     }
     let servers = match server::EmbeddedServers::launch(server::Launch {
@@ -319,10 +372,7 @@ fn serve(o: Serve) -> ExitCode {
         threads,
     }) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(e),
     };
     // The first line is parsed by scripts and tests: keep its shape. One write, errors
     // ignored: a reader that stops after the first line must not make this panic.

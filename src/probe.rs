@@ -10,18 +10,18 @@
 //! generator declares no client capabilities and takes static credentials (headers).
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::driver::preflight::describe;
+use crate::driver::preflight::{describe, list_tools};
 use crate::metrics::outcome::Outcome;
 use crate::protocol::jsonrpc::{Codec, write_json_str};
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
-use crate::scenario::plan::{Scheme, parse_url};
+use crate::scenario::parse_url;
+use crate::scenario::plan::Scheme;
 use crate::transport::net::{NetTarget, TlsClient, Trust};
 use crate::transport::streamable_http::HttpSession;
 use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
@@ -166,27 +166,9 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
         timeout: o.timeout,
     };
     for (name, value) in &o.headers {
-        if name.eq_ignore_ascii_case("host") {
-            ep.host = value.clone();
-            continue;
-        }
-        ep.extra_headers
-            .extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        ep.headers.push((name.clone(), value.clone()));
+        ep.add_header(name, value);
     }
     Ok(ep)
-}
-
-fn spec(method: &str, name: Option<&str>, rev: Revision) -> CallSpec {
-    CallSpec {
-        method: method.into(),
-        name: name.map(str::to_string),
-        h1_headers: if rev.has_handshake() {
-            Vec::new()
-        } else {
-            mcp::modern_headers(method, name)
-        },
-    }
 }
 
 /// A `tools/call` request body.
@@ -240,37 +222,12 @@ async fn probe_session<S: Session>(
         .unwrap_or_else(|| "unnamed".into());
     report.push(format!("{rev} with {server} in {}", ms(t.elapsed())));
 
-    let mut tools: Vec<String> = Vec::new();
-    let mut cursor: Option<String> = None;
-    let list_spec = spec("tools/list", None, rev);
-    for _ in 0..1000 {
-        let c = cursor.take();
-        let r = tokio::time::timeout(
-            o.timeout,
-            session.call(&list_spec, |out, id| {
-                mcp::write_tools_list(out, id, rev, c.as_deref())
-            }),
-        )
+    let tools: Vec<String> = list_tools(session, rev, o.timeout)
         .await
-        .map_or(Outcome::Timeout, |r| r.outcome);
-        if r != Outcome::Ok {
-            return Err(ProbeError::Failed(format!("tools/list: {}", describe(r))));
-        }
-        let page: Value = serde_json::from_slice(session.last_message()).unwrap_or(Value::Null);
-        let Some(list) = page.pointer("/result/tools").and_then(Value::as_array) else {
-            return Err(ProbeError::Failed(
-                "tools/list: the result has no tools array".into(),
-            ));
-        };
-        tools.extend(
-            list.iter()
-                .filter_map(|t| t.get("name")?.as_str().map(str::to_string)),
-        );
-        match page.pointer("/result/nextCursor").and_then(Value::as_str) {
-            Some(next) => cursor = Some(next.to_string()),
-            None => break,
-        }
-    }
+        .map_err(|e| ProbeError::Failed(e.to_string()))?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     report.push(format!(
         "tools/list: {} tool{}",
         tools.len(),
@@ -283,7 +240,7 @@ async fn probe_session<S: Session>(
                 "tools/call {name}: the server lists no such tool"
             )));
         }
-        let call_spec = spec("tools/call", Some(name), rev);
+        let call_spec = CallSpec::new("tools/call", Some(name), rev);
         let t = Instant::now();
         let outcome = tokio::time::timeout(
             o.timeout,
@@ -328,40 +285,6 @@ pub fn run(o: &ProbeOptions) -> Result<String, ProbeError> {
         session.close().await;
         result.map(|parts| format!("probe ok: {}: {}", o.url, parts.join("; ")))
     })
-}
-
-/// `mcpbench probe`: without `--call`, the conformance scenario named in
-/// [`SCENARIO_ENV`] (if any) decides what to call. Prints one line; exit 0 ok, 1 failed, 2
-/// usage.
-pub fn command(mut o: ProbeOptions) -> ExitCode {
-    if o.calls.is_empty()
-        && let Ok(scenario) = std::env::var(SCENARIO_ENV)
-    {
-        match scenario_calls(&scenario) {
-            Some(calls) => o.calls = calls,
-            None => {
-                eprintln!(
-                    "probe: mcpbench does not take part in conformance scenario `{scenario}` \
-                     (interactive and OAuth flows are out of scope for a load generator)"
-                );
-                return ExitCode::from(2);
-            }
-        }
-    }
-    match run(&o) {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(ProbeError::Usage(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-        Err(ProbeError::Failed(e)) => {
-            eprintln!("probe failed: {}: {e}", o.url);
-            ExitCode::from(1)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ fn malformed_scenarios_get_precise_errors_and_exit_2() {
             "wrong_type.toml:3:15: `load.concurrency`: invalid type",
             "virtual users",
         ),
+        // Asked of the built-in server itself (its tools/list), like any target.
         (
             "unknown_tool.toml",
             GOOD.replace("tool = \"echo\"", "tool = \"ecoh\""),
@@ -94,6 +95,37 @@ fn malformed_scenarios_get_precise_errors_and_exit_2() {
         err.contains("cannot read scenario does-not-exist.toml"),
         "{err}"
     );
+}
+
+/// `validate` checks a remote target's file alone; `--connect` also asks the target for its
+/// tools, and a misspelt one gets the same diagnostic as on the built-in server.
+#[test]
+fn validate_connect_checks_the_workload_against_a_remote_target() {
+    let dir = scratch();
+    let srv = crate::support::launch(mcpbench::server::Config::default());
+    let text = format!(
+        "[target]\nurl = \"{}\"\n{}",
+        srv.mcp_url(),
+        GOOD.replace("name = \"cli-test\"\n", "")
+            .replace("tool = \"echo\"", "tool = \"ecoh\"")
+    );
+    let p = scenario(dir.path(), "remote.toml", &text);
+    let (code, out, err) = mcpbench(&["validate", p.to_str().unwrap()], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = mcpbench(&["validate", "--connect", p.to_str().unwrap()], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("remote.toml:10:8: `workload[1].tool`: unknown tool `ecoh`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `echo`?"), "{err}");
+    let fixed = scenario(dir.path(), "fixed.toml", &text.replace("ecoh", "echo"));
+    let (code, out, err) = mcpbench(
+        &["validate", "--connect", fixed.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tools listed, 2025-11-25 negotiated"), "{out}");
 }
 
 #[test]

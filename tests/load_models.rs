@@ -9,7 +9,7 @@ use mcpbench::report::Summary;
 use mcpbench::server::ResponseMode;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{capacity, run_in, scratch, servers};
+use crate::support::{capacity, csv_numbers, run_in, scratch, servers};
 
 fn run(text: &str) -> Summary {
     let dir = scratch();
@@ -131,11 +131,7 @@ fn closed_loop_stages_ramp_virtual_users() {
     .unwrap();
     assert_eq!(out.summary.load.profile.stages.len(), 2);
     let csv = std::fs::read_to_string(out.dir.join("timeseries.csv")).unwrap();
-    let started: Vec<u64> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
-        .collect();
+    let started = csv_numbers(&csv, "started");
     assert!(started.len() >= 3, "{csv}");
     // Ramping: 0→2 users in the first second, 4 from 1.5 s on (~80 calls/s).
     assert!(started[0] * 2 < started[2], "{started:?}");
@@ -213,14 +209,13 @@ fn timeseries_csv_adds_up_to_the_summary() {
         lines.next(),
         Some(mcpbench::metrics::collector::CsvWriter::HEADER)
     );
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert!(rows.len() >= 3);
-    let ok: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    assert!(lines.count() >= 3);
+    let ok: u64 = csv_numbers(&csv, "ok").iter().sum();
     assert_eq!(
         ok, out.summary.totals.ok,
         "the time series' ok column adds up to the total"
     );
-    let warm: u64 = rows.iter().map(|r| r[7].parse::<u64>().unwrap()).sum();
+    let warm: u64 = csv_numbers(&csv, "warmup_ended").iter().sum();
     assert_eq!(
         warm,
         out.summary.warmup.iter().map(|w| w.started).sum::<u64>(),
@@ -237,10 +232,13 @@ fn generated_arguments_are_checked_against_the_schema() {
         .expect_err("strings where the schema wants an integer");
     let msg = err.to_string();
     assert!(
-        msg.contains(":3: the arguments generated for tool `sleep` do not fit its input schema"),
+        msg.contains(
+            ":6:13: `workload[1].arguments.ms`: the arguments generated for tool `sleep` do not fit its input schema"
+        ),
         "{msg}"
     );
-    assert!(msg.contains("arguments.ms: expected integer"), "{msg}");
+    assert!(msg.contains("is not of type \"integer\""), "{msg}");
+    assert!(msg.contains("example: {\"ms\":"), "{msg}");
     assert!(!dir.path().join("run").exists(), "nothing was run");
 }
 

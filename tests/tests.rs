@@ -8,6 +8,7 @@ mod interop;
 mod load_models;
 mod matrix;
 mod outcomes;
+mod preflight;
 mod reference_server;
 mod server_legacy_sse;
 mod server_stateless;

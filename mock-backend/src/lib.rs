@@ -9,8 +9,8 @@
 //! - [`accept`]: the one TCP accept loop of the project (TCP_NODELAY, accept-error backoff,
 //!   bounded graceful drain) and [`accept::serve_http`], which drives one HTTP/1.1 or HTTP/2
 //!   connection. The root crate's servers reuse both.
-//! - [`knobs`]: [`Latency`], [`Knobs`] and [`Route`]: how slow, how large and how flaky each route
-//!   is, parsed from CLI-style strings.
+//! - [`knobs`]: [`Route`] and the `--route` overrides; the knobs themselves ([`Latency`],
+//!   [`Knobs`], durations) come from the `mcpbench-knobs` crate, shared with mcpbench.
 //! - [`data`]: the deterministic data sets: contacts (searchable, pre-rendered) and invoices
 //!   (generated on demand from the seed).
 //! - [`query`]: percent-decoding of query strings.
@@ -30,6 +30,6 @@ pub mod query;
 pub mod server;
 pub mod stats;
 
-pub use knobs::{KnobError, Knobs, Latency, Route, RouteKnobs, RouteOverride};
+pub use knobs::{KnobError, Knobs, Latency, Route, RouteError, RouteKnobs, RouteOverride};
 pub use server::{Backend, Config, Error, serve};
 pub use stats::{RouteStats, RoutesSnapshot, StatsSnapshot};

@@ -1,11 +1,17 @@
-//! Before load: is the target reachable, which revision does it speak, and does it have the
-//! tools the workload calls? One clear error here beats a million identical failures later.
+//! Before load: is the target reachable, which revision does it speak, does it list the tools
+//! the workload calls, and do the generated arguments fit their input schemas? One clear error
+//! here beats a million identical failures later. Every target goes through here — the
+//! embedded reference server answers `tools/list` like any other.
 
 use std::sync::Arc;
+
+use rand::SeedableRng;
+use serde_json::Value;
 
 use crate::metrics::outcome::Outcome;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
+use crate::scenario::{Diagnostic, Method, Plan, ProtocolChoice, WorkItem, closest};
 use crate::transport::mux::MuxSession;
 use crate::transport::sse_legacy::SseConnector;
 use crate::transport::stdio::StdioConnector;
@@ -18,7 +24,7 @@ use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 pub struct Preflight {
     pub revision: Revision,
     /// Tools the target lists (all pages): name and input schema.
-    pub tools: Vec<(String, serde_json::Value)>,
+    pub tools: Vec<(String, Value)>,
 }
 
 /// Why the target cannot be load-tested.
@@ -49,7 +55,33 @@ pub fn describe(o: Outcome) -> String {
     }
 }
 
+/// The most `tools/list` pages walked.
 const MAX_PAGES: usize = 1000;
+
+/// Opens a session as the plan says (`protocol = "auto"`: probe `server/discover`, then fall
+/// back to `initialize` with the newest handshake revision), lists the tools, closes. The
+/// endpoint is updated to the revision found.
+pub fn connect(
+    rt: &tokio::runtime::Runtime,
+    choice: ProtocolChoice,
+    endpoint: &mut Endpoint,
+) -> Result<Preflight, PreflightError> {
+    let on = |ep: Endpoint| tokio::task::LocalSet::new().block_on(rt, run(Arc::new(ep)));
+    let pre = match (choice, on(endpoint.clone())) {
+        (_, Ok(p)) => p,
+        (ProtocolChoice::Auto, Err(modern)) => {
+            endpoint.protocol = Revision::LATEST_HANDSHAKE;
+            on(endpoint.clone()).map_err(|legacy| {
+                PreflightError::Open(format!("2026-07-28 probe: {modern}; initialize: {legacy}"))
+            })?
+        }
+        (_, Err(e)) => return Err(e),
+    };
+    if !pre.revision.has_handshake() {
+        endpoint.protocol = pre.revision;
+    }
+    Ok(pre)
+}
 
 /// Opens a session on the endpoint's transport, lists the tools, closes.
 pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
@@ -73,8 +105,7 @@ fn keeping<C: crate::transport::mux::Connector>(mut s: MuxSession<C>) -> MuxSess
 }
 
 async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, PreflightError> {
-    let timeout = ep.timeout;
-    match tokio::time::timeout(timeout, s.open()).await {
+    match tokio::time::timeout(ep.timeout, s.open()).await {
         Err(_) => return Err(PreflightError::Open(describe(Outcome::Timeout))),
         Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => {
             return Err(PreflightError::Open(describe(r.outcome)));
@@ -82,35 +113,41 @@ async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, Preflig
         Ok(_) => {}
     }
     let revision = s.revision().unwrap_or(ep.protocol);
-    let spec = CallSpec {
-        method: "tools/list".into(),
-        name: None,
-        h1_headers: if revision.has_handshake() {
-            Vec::new()
-        } else {
-            mcp::modern_headers("tools/list", None)
-        },
-    };
+    let tools = list_tools(&mut s, revision, ep.timeout).await;
+    s.close().await;
+    Ok(Preflight {
+        revision,
+        tools: tools?,
+    })
+}
+
+/// Walks every `tools/list` page of an open session: each tool's name and input schema.
+pub async fn list_tools<S: Session>(
+    s: &mut S,
+    revision: Revision,
+    timeout: std::time::Duration,
+) -> Result<Vec<(String, Value)>, PreflightError> {
+    let spec = CallSpec::new("tools/list", None, revision);
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let c = cursor.take();
-        let reply = tokio::time::timeout(
-            timeout,
-            s.call(&spec, |out, id| {
-                mcp::write_tools_list(out, id, revision, c.as_deref())
-            }),
-        )
-        .await
-        .map_err(|_| PreflightError::List(describe(Outcome::Timeout)))?;
+        let call = s.call(&spec, |out, id| {
+            mcp::write_tools_list(out, id, revision, c.as_deref())
+        });
+        let reply = tokio::time::timeout(timeout, call)
+            .await
+            .map_err(|_| PreflightError::List(describe(Outcome::Timeout)))?;
         if reply.outcome != Outcome::Ok {
-            s.close().await;
             return Err(PreflightError::List(describe(reply.outcome)));
         }
-        let v: serde_json::Value = serde_json::from_slice(s.last_message())
+        let v: Value = serde_json::from_slice(s.last_message())
             .map_err(|_| PreflightError::List("the result is not JSON".into()))?;
         let result = &v["result"];
-        for t in result["tools"].as_array().into_iter().flatten() {
+        let Some(page) = result["tools"].as_array() else {
+            return Err(PreflightError::List("the result has no tools array".into()));
+        };
+        for t in page {
             if let Some(n) = t["name"].as_str() {
                 tools.push((n.to_string(), t["inputSchema"].clone()));
             }
@@ -120,6 +157,85 @@ async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, Preflig
             _ => break,
         }
     }
-    s.close().await;
-    Ok(Preflight { revision, tools })
+    Ok(tools)
+}
+
+/// Renderings of each workload entry's arguments checked against the tool's schema.
+const ARGUMENT_SAMPLES: usize = 32;
+
+/// Every tool the workload calls is listed by the target, and its generated arguments fit the
+/// tool's input schema (a sample of renderings, checked with a complete JSON Schema validator:
+/// `anyOf`, `$ref`, `pattern`, `format`… — a server that checks them would fail every call
+/// under load). Errors point at the scenario, with a "did you mean".
+pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic>> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5eed);
+    for item in &plan.workload {
+        let Method::ToolsCall { tool } = &item.method else {
+            continue;
+        };
+        let Some((_, schema)) = pre.tools.iter().find(|(n, _)| n == tool) else {
+            return Err(Box::new(unknown_tool(item, tool, &pre.tools)));
+        };
+        let validator = match compile(schema) {
+            Ok(v) => v,
+            Err(reason) => {
+                let at = item.arguments_place.as_ref().unwrap_or(&item.place);
+                return Err(Box::new(at.diagnostic(
+                    format!("the target's input schema of tool `{tool}` is not a usable JSON Schema: {reason}"),
+                    Some("the target must fix its tools/list; mcpbench checks arguments against it before load".into()),
+                )));
+            }
+        };
+        for _ in 0..ARGUMENT_SAMPLES {
+            let args = item.arguments.sample(&mut rng);
+            if let Err(e) = validator.validate(&args) {
+                // At the argument the schema rejects (`workload[1].arguments.ms`), on the line
+                // of the arguments table.
+                let mut at = item.arguments_place.clone().unwrap_or(item.place.clone());
+                for segment in e.instance_path().to_string().split('/').skip(1) {
+                    at.key.push('.');
+                    at.key.push_str(segment);
+                }
+                return Err(Box::new(at.diagnostic(
+                    format!("the arguments generated for tool `{tool}` do not fit its input schema: {e}"),
+                    Some(format!(
+                        "example: {args}\n  fix the generators in `arguments` (see scenarios/README.md)"
+                    )),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A validator for a target's `inputSchema` (JSON Schema 2020-12 unless it says otherwise;
+/// `format` asserted, since servers that validate arguments check it; no remote `$ref`s are
+/// fetched).
+pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+fn unknown_tool(item: &WorkItem, tool: &str, listed: &[(String, Value)]) -> Diagnostic {
+    let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
+    let suggestion = closest(tool, &names)
+        .map(|s| format!("did you mean `{s}`? "))
+        .unwrap_or_default();
+    let shown = names
+        .iter()
+        .take(20)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let listing = match names.len() {
+        0 => "it lists no tools".to_string(),
+        n if n > 20 => format!("it lists {shown} and {} more", n - 20),
+        _ => format!("it lists {shown}"),
+    };
+    item.place.diagnostic(
+        format!("unknown tool `{tool}`: the target does not list it"),
+        Some(format!("{suggestion}{listing}")),
+    )
 }

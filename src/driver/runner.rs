@@ -1,8 +1,9 @@
 //! Worker threads and virtual users: the one generic runner.
 //!
 //! Each worker thread runs a current-thread Tokio runtime with its share of the virtual users,
-//! all recording into one thread-local [`Recorder`] (an `Rc<RefCell<_>>`: no lock, no atomic).
-//! A ticker on the same thread hands the shard to the collector once per interval.
+//! all recording into one thread-local [`Recorder`] (in a `RefCell`: no lock, no atomic). The
+//! shard goes to the collector when its interval ends (see [`Shards`]): every event lands in
+//! the interval of the [`Grid`] its time falls in.
 //!
 //! One loop serves both load models. Closed loop: a virtual user starts its next request when
 //! the previous one ended (after an optional think time), while the concurrency profile counts
@@ -12,7 +13,7 @@
 //! service time from the actual send. The loop is generic over [`Session`]; one `match` on the
 //! transport picks the session type.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, RefMut};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::schedule::{Arrivals, DispatchClock};
 use super::workload::{Mix, RequestTemplate};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
+use crate::metrics::grid::Grid;
 use crate::metrics::outcome::Outcome;
 use crate::metrics::recorder::{Phase, Recorder};
 use crate::scenario::plan::{Model, OP_INITIALIZE};
@@ -52,7 +54,8 @@ pub struct Ctx {
     pub warmup_end: Instant,
     pub end: Instant,
     pub timeout: Duration,
-    pub interval: Duration,
+    /// The interval grid (anchored at the start, the end of warm-up and the end).
+    pub grid: Grid,
     /// Cancels in-flight requests (Ctrl-C, or the drain deadline passed). Workers wait on it
     /// once; requests don't (a per-request wait would take the token's lock every time).
     pub abort: CancellationToken,
@@ -75,8 +78,6 @@ impl Ctx {
         now >= self.end || self.aborted.load(Ordering::Relaxed)
     }
 }
-
-type Rec = Rc<RefCell<Recorder>>;
 
 /// A request in flight, so that one cut short by an abort is still counted.
 #[derive(Debug, Clone, Copy)]
@@ -190,10 +191,89 @@ impl Pool {
     }
 }
 
+/// This worker's shard of the current interval.
+///
+/// Every event is recorded into the interval its time falls in: an event at or past the
+/// interval's end hands the interval to the collector first (one message per interval, never
+/// per request). So a request that ends just after a boundary is not counted before it,
+/// however late the ticker wakes; the ticker hands over the intervals of a worker that has
+/// nothing to record.
+struct Shards {
+    current: RefCell<Recorder>,
+    /// The current interval and when it ends.
+    index: Cell<u64>,
+    ends: Cell<Instant>,
+    start: Instant,
+    grid: Grid,
+    worker: usize,
+    n_ops: usize,
+    tx: UnboundedSender<ShardMsg>,
+    recycle: Receiver<Recorder>,
+    /// Requests in flight, for the gauge sent with each shard.
+    slots: Slots,
+}
+
+impl Shards {
+    /// The shard for an event at `t`.
+    #[inline]
+    fn at(&self, t: Instant) -> RefMut<'_, Recorder> {
+        if t >= self.ends.get() {
+            self.rotate(t);
+        }
+        self.current.borrow_mut()
+    }
+
+    /// The current shard, for counters whose interval does not matter to the millisecond
+    /// (sessions opened, connections).
+    fn now(&self) -> RefMut<'_, Recorder> {
+        self.current.borrow_mut()
+    }
+
+    /// Hands over every interval that ended by `t`.
+    fn rotate(&self, t: Instant) {
+        while t >= self.ends.get() {
+            let k = self.index.get();
+            let fresh = self
+                .recycle
+                .try_recv()
+                .unwrap_or_else(|_| Recorder::new(self.n_ops));
+            let mut shard = std::mem::replace(&mut *self.current.borrow_mut(), fresh);
+            shard.in_flight = self.slots.borrow().iter().filter(|s| s.is_some()).count() as u64;
+            let _ = self.tx.send(ShardMsg {
+                worker: self.worker,
+                index: k,
+                shard,
+                last: None,
+            });
+            self.index.set(k + 1);
+            self.ends.set(self.start + self.grid.end(k + 1));
+        }
+    }
+
+    /// Hands over every interval as it ends (for a worker with nothing to record).
+    async fn tick(&self) {
+        loop {
+            tokio::time::sleep_until(self.ends.get().into()).await;
+            self.rotate(Instant::now());
+        }
+    }
+
+    /// The worker's last message: what is left, and its CPU time.
+    fn finish(&self, cpu: Option<Duration>) {
+        let shard = std::mem::replace(&mut *self.current.borrow_mut(), Recorder::new(0));
+        let _ = self.tx.send(ShardMsg {
+            worker: self.worker,
+            index: self.index.get(),
+            shard,
+            last: Some(WorkerEnd { cpu }),
+        });
+    }
+}
+
 /// What drives a worker's virtual users.
 struct Drive {
     ctx: Arc<Ctx>,
-    rec: Rec,
+    shards: Rc<Shards>,
     slots: Slots,
     quota: Quota,
     /// Open loop only.
@@ -234,35 +314,22 @@ pub fn worker(
     // The body runs as a task of its own: `block_on`'s future is polled on every wake-up of
     // any task in the set, so it should be as cheap as a join handle.
     let body = local.spawn_local(async move {
-        let n_ops = ctx.plan.ops.len();
-        let rec: Rec = Rc::new(RefCell::new(Recorder::new(n_ops)));
         let slots: Slots = Rc::new(RefCell::new(vec![None; vus.len()]));
-        let interval_index = Rc::new(Cell::new(0u64));
+        let shards = Rc::new(Shards {
+            current: RefCell::new(Recorder::new(ctx.plan.ops.len())),
+            index: Cell::new(0),
+            ends: Cell::new(ctx.start + ctx.grid.end(0)),
+            start: ctx.start,
+            grid: ctx.grid,
+            worker: index,
+            n_ops: ctx.plan.ops.len(),
+            tx,
+            recycle,
+            slots: slots.clone(),
+        });
         let ticker = {
-            let (ctx, rec, idx, tx, slots) = (
-                ctx.clone(),
-                rec.clone(),
-                interval_index.clone(),
-                tx.clone(),
-                slots.clone(),
-            );
-            tokio::task::spawn_local(async move {
-                loop {
-                    let k = idx.get();
-                    tokio::time::sleep_until((ctx.start + ctx.interval * (k as u32 + 1)).into())
-                        .await;
-                    let fresh = recycle.try_recv().unwrap_or_else(|_| Recorder::new(n_ops));
-                    let mut shard = std::mem::replace(&mut *rec.borrow_mut(), fresh);
-                    shard.in_flight = slots.borrow().iter().filter(|s| s.is_some()).count() as u64;
-                    let _ = tx.send(ShardMsg {
-                        worker: index,
-                        index: k,
-                        shard,
-                        last: None,
-                    });
-                    idx.set(k + 1);
-                }
-            })
+            let shards = shards.clone();
+            tokio::task::spawn_local(async move { shards.tick().await })
         };
         let quota = match ctx.plan.load.requests {
             None => None,
@@ -279,7 +346,7 @@ pub fn worker(
         });
         let drive = Rc::new(Drive {
             ctx: ctx.clone(),
-            rec: rec.clone(),
+            shards: shards.clone(),
             slots,
             quota: Quota(Cell::new(quota)),
             pool: pool.clone(),
@@ -311,17 +378,11 @@ pub fn worker(
         }
         ticker.abort();
         let _ = ticker.await;
-        let shard = std::mem::replace(&mut *rec.borrow_mut(), Recorder::new(0));
         let cpu = match (cpu_start, thread_cpu()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         };
-        let _ = tx.send(ShardMsg {
-            worker: index,
-            index: interval_index.get(),
-            shard,
-            last: Some(WorkerEnd { cpu }),
-        });
+        shards.finish(cpu);
     });
     let _ = local.block_on(&rt, body);
 }
@@ -344,7 +405,7 @@ async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
         &drive.quota,
         &|intended, now, released| {
             let phase = ctx.phase(intended);
-            let mut rec = drive.rec.borrow_mut();
+            let mut rec = drive.shards.at(now);
             rec.late(phase, now.saturating_duration_since(intended));
             if !released {
                 rec.drop_arrival(phase);
@@ -410,7 +471,7 @@ async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
             C::shutdown(conn.clone(), drive.ctx.timeout.min(Duration::from_secs(2))).await;
             // What arrived after the last virtual user took the counters.
             let st = conn.mux.take_stats();
-            drive.rec.borrow_mut().sessions.add_transport(st);
+            drive.shards.now().sessions.add_transport(st);
         }
     } else {
         run_vus(drive, n, move || MuxSession::<C>::new(ep.clone())).await;
@@ -443,8 +504,9 @@ async fn run_vus<S: Session + 'static, F: Fn() -> S>(drive: &Rc<Drive>, n: usize
             }
             // Requests cut short are counted, never lost.
             let now = Instant::now();
-            let mut rec = drive.rec.borrow_mut();
-            for f in drive.slots.borrow_mut().iter_mut().filter_map(Option::take) {
+            let cut: Vec<InFlight> = drive.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
+            let mut rec = drive.shards.at(now);
+            for f in cut {
                 rec.record(f.op, f.phase, Outcome::Cancelled, now.saturating_duration_since(f.t0));
             }
         }
@@ -539,7 +601,7 @@ async fn wait_active(ctx: &Ctx, global: usize) -> bool {
 
 async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S) {
     let ctx = drive.ctx.clone();
-    let rec = &drive.rec;
+    let shards = &*drive.shards;
     let global = drive.global[slot];
     let track = |op: usize, phase: Phase, t0: Instant| {
         drive.slots.borrow_mut()[slot] = Some(InFlight { op, phase, t0 })
@@ -589,16 +651,16 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 session.wait_open().await;
             } else {
                 let t0 = Instant::now();
-                rec.borrow_mut().started(OP_INITIALIZE, phase);
+                shards.at(t0).started(OP_INITIALIZE, phase);
                 track(OP_INITIALIZE, phase, t0);
                 let r = {
                     let open = std::pin::pin!(session.open());
                     watchdog.bounded(t0 + ctx.endpoint.timeout, open).await
                 };
                 untrack();
-                let (outcome, connected) = finish(rec, OP_INITIALIZE, phase, t0, t0, r);
+                let (outcome, connected) = finish(shards, OP_INITIALIZE, phase, t0, t0, r);
                 {
-                    let mut rb = rec.borrow_mut();
+                    let mut rb = shards.now();
                     rb.sessions.connections += u64::from(connected);
                     rb.sessions.opened += u64::from(outcome == Outcome::Ok);
                 }
@@ -614,14 +676,11 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 }
                 // Open loop: this arrival fails at once rather than waiting for a session.
                 let op = ctx.plan.workload[ctx.mix.pick(&mut rng)].op;
-                let mut rb = rec.borrow_mut();
+                let failed = Instant::now();
+                let mut rb = shards.at(failed);
                 rb.started(op, phase);
-                rb.record(
-                    op,
-                    phase,
-                    Outcome::Connect,
-                    Instant::now().saturating_duration_since(intended),
-                );
+                let latency = failed.saturating_duration_since(intended);
+                rb.record(op, phase, Outcome::Connect, latency);
                 continue;
             }
             now = Instant::now();
@@ -632,7 +691,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         let sent = now;
         // Closed loop: the request is meant to start now (after any session opening).
         let intended = if drive.pool.is_some() { intended } else { sent };
-        rec.borrow_mut().started(item.op, phase);
+        shards.at(sent).started(item.op, phase);
         track(item.op, phase, intended);
         let r = {
             let call = std::pin::pin!(session.call(&ctx.specs[item_index], |out, id| {
@@ -642,17 +701,17 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         };
         untrack();
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
-        let (outcome, connected) = finish(rec, item.op, phase, intended, sent, r);
-        rec.borrow_mut().sessions.connections += u64::from(connected);
+        let (outcome, connected) = finish(shards, item.op, phase, intended, sent, r);
+        shards.now().sessions.connections += u64::from(connected);
         if expired {
-            rec.borrow_mut().sessions.expired += 1;
+            shards.now().sessions.expired += 1;
             session.reset();
         }
         match outcome {
             Outcome::Timeout => {
                 // Tell the server to stop working on it (not timed: the request already ended).
                 if session.cancel_last().await {
-                    rec.borrow_mut().sessions.cancels_sent += 1;
+                    shards.now().sessions.cancels_sent += 1;
                 }
             }
             Outcome::Connect | Outcome::Io if drive.pool.is_none() => {
@@ -677,36 +736,37 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         session.close().await;
     }
     let st = session.take_stats();
-    rec.borrow_mut().sessions.add_transport(st);
+    shards.now().sessions.add_transport(st);
 }
 
-/// Records the end of one request; returns its outcome and whether it opened a connection.
-/// Latency runs from `intended` (the arrival, open loop) and service time from `sent`.
+/// Records the end of one request (into the interval of its end); returns its outcome and
+/// whether it opened a connection. Latency runs from `intended` (the arrival, open loop) and
+/// service time from `sent`.
 fn finish(
-    rec: &Rec,
+    shards: &Shards,
     op: usize,
     phase: Phase,
     intended: Instant,
     sent: Instant,
     r: Ended,
 ) -> (Outcome, bool) {
-    let mut rec = rec.borrow_mut();
-    let (outcome, done, connected) = match r {
-        Ended::Reply(reply) => {
+    let (reply, done) = match r {
+        Ended::Reply(reply) => (Some(reply), reply.done),
+        Ended::Timeout(at) => (None, at),
+    };
+    let mut rec = shards.at(done);
+    let (outcome, connected) = match reply {
+        Some(reply) => {
             if reply.streamed {
-                rec.stream(
-                    op,
-                    phase,
-                    reply.first_event.map(|f| f.saturating_duration_since(sent)),
-                    reply.events,
-                );
+                let first = reply.first_event.map(|f| f.saturating_duration_since(sent));
+                rec.stream(op, phase, first, reply.events);
             }
             if reply.lingered {
                 rec.sessions.lingering_streams += 1;
             }
-            (reply.outcome, reply.done, reply.connected)
+            (reply.outcome, reply.connected)
         }
-        Ended::Timeout(at) => (Outcome::Timeout, at, false),
+        None => (Outcome::Timeout, false),
     };
     rec.record(op, phase, outcome, done.saturating_duration_since(intended));
     if intended != sent {
@@ -726,16 +786,6 @@ pub fn thread_cpu() -> Option<Duration> {
 mod tests {
     use super::*;
     use crate::scenario::plan::{Arrival, Profile};
-
-    fn rate(start: f64, stages: &[(u64, f64)]) -> Profile {
-        Profile {
-            start,
-            stages: stages
-                .iter()
-                .map(|&(s, r)| (Duration::from_secs(s), r))
-                .collect(),
-        }
-    }
 
     /// Runs the dispatcher against `vus` virtual users that each hold an arrival for `service`,
     /// on tokio's paused clock. Returns (released, dropped, (intended, released-at) per arrival
@@ -802,7 +852,7 @@ mod tests {
     async fn arrivals_per_stage_on_the_paused_clock() {
         // 0 → 100/s over 2 s, hold 100/s for 2 s: ~100 then ~200 arrivals, all served (no drops).
         let (released, dropped, served) = simulate(
-            rate(0.0, &[(2, 100.0), (2, 100.0)]),
+            Profile::from_secs(0.0, &[(2, 100.0), (2, 100.0)]),
             Arrival::Uniform,
             8,
             0,
@@ -824,7 +874,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn poisson_arrivals_on_the_paused_clock() {
         let (released, dropped, _) = simulate(
-            rate(200.0, &[(20, 200.0)]),
+            Profile::from_secs(200.0, &[(20, 200.0)]),
             Arrival::Poisson,
             16,
             0,
@@ -841,7 +891,7 @@ mod tests {
         // 100/s for 2 s; 2 virtual users each busy 50 ms serve 40/s: the backlog of 10 fills,
         // then the excess is dropped. Everything is accounted for.
         let (released, dropped, served) = simulate(
-            rate(100.0, &[(2, 100.0)]),
+            Profile::from_secs(100.0, &[(2, 100.0)]),
             Arrival::Uniform,
             2,
             10,
@@ -872,7 +922,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn without_a_backlog_busy_means_dropped() {
         let (released, dropped, _) = simulate(
-            rate(100.0, &[(1, 100.0)]),
+            Profile::from_secs(100.0, &[(1, 100.0)]),
             Arrival::Uniform,
             1,
             0,

@@ -270,23 +270,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn profile(start: f64, stages: &[(u64, f64)]) -> Profile {
-        Profile {
-            start,
-            stages: stages
-                .iter()
-                .map(|&(s, r)| (Duration::from_secs(s), r))
-                .collect(),
-        }
-    }
-
     fn all(mut a: Arrivals) -> Vec<f64> {
         std::iter::from_fn(|| a.next_at()).collect()
     }
 
     #[test]
     fn uniform_constant_rate_is_evenly_spaced_across_workers() {
-        let p = profile(100.0, &[(10, 100.0)]);
+        let p = Profile::from_secs(100.0, &[(10, 100.0)]);
         let mut merged: Vec<f64> = (0..3)
             .flat_map(|w| all(Arrivals::new(&p, Arrival::Uniform, w, 3, 1)))
             .collect();
@@ -300,7 +290,7 @@ mod tests {
     #[test]
     fn ramps_follow_the_integrated_rate_per_stage() {
         // 0 → 100/s over 10 s (expected 500), then 100/s for 5 s (500), then 100 → 0 over 5 s (250).
-        let p = profile(0.0, &[(10, 100.0), (5, 100.0), (5, 0.0)]);
+        let p = Profile::from_secs(0.0, &[(10, 100.0), (5, 100.0), (5, 0.0)]);
         let times = all(Arrivals::new(&p, Arrival::Uniform, 0, 1, 1));
         let count = |a: f64, b: f64| times.iter().filter(|&&t| t >= a && t < b).count() as i64;
         assert!((count(0.0, 10.0) - 500).abs() <= 1, "{}", count(0.0, 10.0));
@@ -323,7 +313,7 @@ mod tests {
     #[test]
     fn poisson_mean_and_spread_are_within_statistical_bounds() {
         // 200/s for 50 s over 2 workers: N ≈ 10000 (σ = 100); gaps exponential: mean 5 ms, CV 1.
-        let p = profile(200.0, &[(50, 200.0)]);
+        let p = Profile::from_secs(200.0, &[(50, 200.0)]);
         let mut merged: Vec<f64> = (0..2)
             .flat_map(|w| all(Arrivals::new(&p, Arrival::Poisson, w, 2, 42)))
             .collect();
@@ -349,7 +339,7 @@ mod tests {
     #[test]
     fn stage_boundaries_and_zero_rate_stages() {
         // 50/s for 2 s, nothing for 2 s, 50/s for 2 s.
-        let p = profile(50.0, &[(2, 50.0), (0, 0.0), (2, 0.0), (0, 50.0), (2, 50.0)]);
+        let p = Profile::from_secs(50.0, &[(2, 50.0), (0, 0.0), (2, 0.0), (0, 50.0), (2, 50.0)]);
         let times = all(Arrivals::new(&p, Arrival::Uniform, 0, 1, 1));
         assert!(
             !times.iter().any(|&t| t > 2.0 + 1e-9 && t < 4.0 - 1e-9),

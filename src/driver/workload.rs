@@ -110,19 +110,9 @@ impl RequestTemplate {
 
 /// The per-request transport data of a workload entry (the `Mcp-*` headers of 2026-07-28).
 pub fn call_spec(item: &WorkItem, rev: Revision) -> CallSpec {
-    let (method, name) = match &item.method {
-        Method::ToolsList => ("tools/list", None),
-        Method::ToolsCall { tool } => ("tools/call", Some(tool.as_str())),
-    };
-    let h1_headers = if rev.has_handshake() {
-        Vec::new()
-    } else {
-        mcp::modern_headers(method, name)
-    };
-    CallSpec {
-        method: method.into(),
-        name: name.map(str::to_string),
-        h1_headers,
+    match &item.method {
+        Method::ToolsList => CallSpec::new("tools/list", None, rev),
+        Method::ToolsCall { tool } => CallSpec::new("tools/call", Some(tool), rev),
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
+use super::grid::{Grid, Phase};
 use super::outcome::Class;
 use super::recorder::Recorder;
 
@@ -40,6 +41,10 @@ pub struct WorkerEnd {
 #[derive(Debug, Clone, Default)]
 pub struct IntervalSnapshot {
     pub index: u64,
+    /// Where the interval begins and ends, from the run's start (see [`Grid`]).
+    pub start: Duration,
+    pub end: Duration,
+    pub phase: Phase,
     /// Requests started in the interval (all operations, warm-up included).
     pub started: u64,
     /// Requests that ended in the interval (all operations, measured phase).
@@ -63,10 +68,31 @@ pub struct IntervalSnapshot {
     pub warmup_ended: u64,
 }
 
+impl IntervalSnapshot {
+    /// The interval's length.
+    pub fn len(&self) -> Duration {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// Nothing started, ended or was in flight: the quiet tail after a run.
+    pub fn is_empty(&self) -> bool {
+        self.started == 0 && self.ended == 0 && self.warmup_ended == 0 && self.in_flight == 0
+    }
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measured => "measured",
+            Phase::Drain => "drain",
+        }
+    }
+}
+
 /// Writes `timeseries.csv`: one row per interval.
 pub struct CsvWriter {
     out: BufWriter<File>,
-    interval: Duration,
 }
 
 impl std::fmt::Debug for CsvWriter {
@@ -76,22 +102,23 @@ impl std::fmt::Debug for CsvWriter {
 }
 
 impl CsvWriter {
-    pub const HEADER: &'static str = "t_start_s,t_end_s,started,ended,ok,errors,dropped,warmup_ended,ok_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,service_p99_ms,in_flight,late_p99_ms";
+    pub const HEADER: &'static str = "t_start_s,t_end_s,phase,started,ended,ok,errors,dropped,warmup_ended,ok_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,service_p99_ms,in_flight,late_p99_ms";
 
-    pub fn create(path: &Path, interval: Duration) -> std::io::Result<Self> {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
         let mut out = BufWriter::new(File::create(path)?);
         writeln!(out, "{}", Self::HEADER)?;
-        Ok(CsvWriter { out, interval })
+        Ok(CsvWriter { out })
     }
 
     fn row(&mut self, s: &IntervalSnapshot) -> std::io::Result<()> {
-        let secs = self.interval.as_secs_f64();
+        let secs = s.len().as_secs_f64().max(1e-9);
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            "{:.3},{:.3},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
-            secs * s.index as f64,
-            secs * (s.index + 1) as f64,
+            "{:.3},{:.3},{},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
+            s.start.as_secs_f64(),
+            s.end.as_secs_f64(),
+            s.phase.name(),
             s.started,
             s.ended,
             s.ok,
@@ -185,7 +212,7 @@ struct Pending {
 pub struct Collector {
     ops: Vec<String>,
     tags: Vec<String>,
-    interval: Duration,
+    grid: Grid,
     last_index: Vec<Option<u64>>,
     pending: BTreeMap<u64, Pending>,
     next: u64,
@@ -203,7 +230,7 @@ pub struct Collector {
 impl Collector {
     pub fn new(
         ops: Vec<String>,
-        interval: Duration,
+        grid: Grid,
         recycle: Vec<Sender<Recorder>>,
         hlog: Option<HlogWriter>,
     ) -> Self {
@@ -212,7 +239,7 @@ impl Collector {
             tags: ops.iter().map(|o| tag_for(o)).collect(),
             totals: Recorder::new(ops.len()),
             ops,
-            interval,
+            grid,
             last_index: vec![None; workers],
             pending: BTreeMap::new(),
             next: 0,
@@ -298,11 +325,11 @@ impl Collector {
     }
 
     fn finish_interval(&mut self, index: u64, merged: Recorder) -> IntervalSnapshot {
-        let start = self.interval * index as u32;
+        let (start, end) = (self.grid.start(index), self.grid.end(index));
         if let Some(h) = &mut self.hlog {
             for (op, tag) in merged.ops.iter().zip(&self.tags) {
                 if let Some(hist) = op.hist(Class::Ok)
-                    && let Err(e) = h.write(tag, hist, start, self.interval)
+                    && let Err(e) = h.write(tag, hist, start, end - start)
                 {
                     self.hlog_error.get_or_insert(e);
                 }
@@ -310,6 +337,9 @@ impl Collector {
         }
         let mut snap = IntervalSnapshot {
             index,
+            start,
+            end,
+            phase: self.grid.phase(index),
             ..Default::default()
         };
         self.scratch.reset();
@@ -377,7 +407,12 @@ mod tests {
     fn merges_intervals_when_every_running_worker_reported() {
         let (a, _ra) = std::sync::mpsc::channel();
         let (b, rb) = std::sync::mpsc::channel();
-        let mut c = Collector::new(vec!["op".into()], Duration::from_secs(1), vec![a, b], None);
+        let grid = Grid::new(
+            Duration::from_secs(1),
+            Duration::ZERO,
+            Duration::from_secs(3),
+        );
+        let mut c = Collector::new(vec!["op".into()], grid, vec![a, b], None);
         assert!(
             c.accept(ShardMsg {
                 worker: 0,

@@ -128,10 +128,30 @@ impl SessionCounts {
     }
 
     /// Adds what a session's connections counted.
-    pub fn add_transport(&mut self, st: crate::transport::mux::MuxStats) {
+    pub fn add_transport(&mut self, st: TransportCounts) {
         self.unmatched_responses += st.unmatched;
         self.late_responses += st.late;
         self.server_requests += st.server_requests;
+    }
+}
+
+/// What a session's connections saw that belongs to no request: transports count it (in a
+/// `Cell`, per connection) and hand it over when the session ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransportCounts {
+    /// Responses whose id matched no request (never sent, or already answered).
+    pub unmatched: u64,
+    /// Responses to requests the caller had given up on (timed out).
+    pub late: u64,
+    /// Requests from the server answered (`ping`, or -32601).
+    pub server_requests: u64,
+}
+
+impl TransportCounts {
+    pub fn add(&mut self, o: TransportCounts) {
+        self.unmatched += o.unmatched;
+        self.late += o.late;
+        self.server_requests += o.server_requests;
     }
 }
 

@@ -318,52 +318,65 @@ mod tests {
         );
     }
 
-    /// The scanner gives serde_json's verdict on valid and on mangled messages.
-    #[test]
-    fn scanner_agrees_with_serde_json_on_mutations() {
-        let corpus = [
-            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b\u00e9\ud83d\ude00"}],"isError":false}}"#,
-            r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope","data":{"k":[1,2.5e3,-0.1,true,null]}}}"#,
-            r#" { "method" : "notifications/progress" , "params" : { "progressToken" : 1 , "progress" : 0.5 } } "#,
-            r#"{"id":1,"result":{"isError":true,"resultType":"complete","structuredContent":{"a":{}}}}"#,
-            r#"{"id":null,"method":"ping"}"#,
-            r#"{"id":12345678901234567890123,"result":{}}"#,
-            r#"{"id":-5,"result":{},"extra":[[],{},""]}"#,
-        ];
-        let alphabet = b"{}[]\":,\\0123456789-+.eEtrufalsn u \t\n";
-        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
-        let mut checked = 0;
-        let scan_vs_serde = |text: &str| {
-            let r = both(text);
-            assert_eq!(r[0], r[2], "scan disagrees with serde_json on {text}");
-        };
-        for base in corpus {
-            scan_vs_serde(base);
-            for _ in 0..3000 {
-                let mut m = base.as_bytes().to_vec();
-                for _ in 0..1 + next(3) {
-                    let at = next(m.len());
-                    match next(3) {
-                        0 => m[at] = alphabet[next(alphabet.len())],
-                        1 => {
-                            m.remove(at);
-                        }
-                        _ => m.insert(at, alphabet[next(alphabet.len())]),
+    /// Messages the mutations start from: every shape the decoders tell apart.
+    const CORPUS: [&str; 8] = [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b\u00e9\ud83d\ude00"}],"isError":false}}"#,
+        r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope","data":{"k":[1,2.5e3,-0.1,true,null]}}}"#,
+        r#" { "method" : "notifications/progress" , "params" : { "progressToken" : 1 , "progress" : 0.5 } } "#,
+        r#"{"id":1,"result":{"isError":true,"resultType":"complete","structuredContent":{"a":{}}}}"#,
+        r#"{"id":null,"method":"ping"}"#,
+        r#"{"id":12345678901234567890123,"result":{}}"#,
+        r#"{"id":-5,"result":{},"extra":[[],{},""]}"#,
+        // Found by the property test: serde_json reads -0 as a float, so it is not an id.
+        r#"{"id":-0,"result":{}}"#,
+    ];
+
+    /// One edit of a message: replace, remove or insert a byte from JSON's alphabet.
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Replace(usize, u8),
+        Remove(usize),
+        Insert(usize, u8),
+    }
+
+    fn edit() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        let byte = proptest::sample::select(b"{}[]\":,\\0123456789-+.eEtrufalsn u \t\n".to_vec());
+        prop_oneof![
+            (any::<usize>(), byte.clone()).prop_map(|(at, b)| Edit::Replace(at, b)),
+            any::<usize>().prop_map(Edit::Remove),
+            (any::<usize>(), byte).prop_map(|(at, b)| Edit::Insert(at, b)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+
+        /// The scanner gives serde_json's verdict on valid and on mangled messages.
+        #[test]
+        fn scanner_agrees_with_serde_json_on_mutations(
+            base in proptest::sample::select(CORPUS.to_vec()),
+            edits in proptest::collection::vec(edit(), 0..4),
+        ) {
+            let mut m = base.as_bytes().to_vec();
+            for e in edits {
+                match e {
+                    Edit::Replace(at, b) if !m.is_empty() => {
+                        let at = at % m.len();
+                        m[at] = b;
                     }
-                }
-                if let Ok(text) = std::str::from_utf8(&m) {
-                    scan_vs_serde(text);
-                    checked += 1;
+                    Edit::Remove(at) if !m.is_empty() => {
+                        m.remove(at % m.len());
+                    }
+                    Edit::Insert(at, b) => m.insert(at % (m.len() + 1), b),
+                    _ => {}
                 }
             }
+            if let Ok(text) = std::str::from_utf8(&m) {
+                let r = both(text);
+                proptest::prop_assert_eq!(&r[0], &r[2], "scan disagrees with serde_json on {}", text);
+            }
         }
-        assert!(checked > 15_000);
     }
 
     #[test]

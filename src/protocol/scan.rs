@@ -290,7 +290,11 @@ impl<'a> Scanner<'a> {
                         _ => Err(BAD),
                     };
                 }
-                // serde_json reads integers beyond i64/u64 as floats: not an id.
+                // serde_json reads `-0` as the float -0.0, and integers beyond i64/u64 as
+                // floats: not an id.
+                if s == "-0" {
+                    return Ok(IdRef::Invalid);
+                }
                 Ok(match (s.parse::<u64>(), s.parse::<i64>()) {
                     (Ok(u), _) => IdRef::Num(u as i128),
                     (_, Ok(i)) => IdRef::Num(i as i128),
@@ -318,6 +322,61 @@ impl<'a> Scanner<'a> {
         }
         Ok(Some(self.string()?.cow()?))
     }
+
+    /// `null`, or what `value` reads.
+    fn nullable<T>(&mut self, value: fn(&mut Self) -> R<T>) -> R<Option<T>> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null").map(|_| None);
+        }
+        value(self).map(Some)
+    }
+
+    /// A result object: `isError` (absent is false) and `resultType`; the rest is skipped.
+    fn result(&mut self) -> R<(bool, Option<Cow<'a, str>>)> {
+        let mut is_error: Option<bool> = None;
+        let mut result_type: Option<Option<Cow<'a, str>>> = None;
+        self.object(|s, k| {
+            if k.is("isError") {
+                once(&mut is_error, || s.bool())
+            } else if k.is("resultType") {
+                once(&mut result_type, || s.opt_string())
+            } else {
+                s.skip(2)
+            }
+        })?;
+        Ok((is_error.unwrap_or(false), result_type.flatten()))
+    }
+
+    /// An error object's integer `code` (required); the rest is skipped.
+    fn error_code(&mut self) -> R<i64> {
+        let mut code: Option<i64> = None;
+        self.object(|s, k| {
+            if k.is("code") {
+                once(&mut code, || {
+                    let (text, integer) = s.number()?;
+                    if !integer {
+                        return Err(BAD);
+                    }
+                    std::str::from_utf8(text)
+                        .ok()
+                        .and_then(|t| t.parse().ok())
+                        .ok_or(BAD)
+                })
+            } else {
+                s.skip(2)
+            }
+        })?;
+        code.ok_or(BAD)
+    }
+}
+
+/// Reads a key's value into its slot once: a repeated key is an error, as serde_json makes it.
+fn once<T>(slot: &mut Option<T>, value: impl FnOnce() -> R<T>) -> R<()> {
+    if slot.is_some() {
+        return Err(BAD);
+    }
+    *slot = Some(value()?);
+    Ok(())
 }
 
 /// Decodes an envelope; same contract as `jsonrpc::decode`.
@@ -333,78 +392,16 @@ pub fn decode(buf: &[u8]) -> Result<Incoming<'_>, DecodeError> {
     let mut error: Option<Option<i64>> = None;
     s.object(|s, key| {
         if key.is("id") {
-            if id.is_some() {
-                return Err(BAD);
-            }
-            id = Some(s.id()?);
+            once(&mut id, || s.id())
         } else if key.is("method") {
-            if method.is_some() {
-                return Err(BAD);
-            }
-            method = Some(s.opt_string()?);
+            once(&mut method, || s.opt_string())
         } else if key.is("result") {
-            if result.is_some() {
-                return Err(BAD);
-            }
-            if s.peek()? == b'n' {
-                s.literal(b"null")?;
-                result = Some(None);
-                return Ok(());
-            }
-            let mut is_error: Option<bool> = None;
-            let mut result_type: Option<Option<Cow<'_, str>>> = None;
-            s.object(|s, k| {
-                if k.is("isError") {
-                    if is_error.is_some() {
-                        return Err(BAD);
-                    }
-                    is_error = Some(s.bool()?);
-                } else if k.is("resultType") {
-                    if result_type.is_some() {
-                        return Err(BAD);
-                    }
-                    result_type = Some(s.opt_string()?);
-                } else {
-                    s.skip(2)?;
-                }
-                Ok(())
-            })?;
-            result = Some(Some((is_error.unwrap_or(false), result_type.flatten())));
+            once(&mut result, || s.nullable(Scanner::result))
         } else if key.is("error") {
-            if error.is_some() {
-                return Err(BAD);
-            }
-            if s.peek()? == b'n' {
-                s.literal(b"null")?;
-                error = Some(None);
-                return Ok(());
-            }
-            let mut code: Option<i64> = None;
-            s.object(|s, k| {
-                if k.is("code") {
-                    if code.is_some() {
-                        return Err(BAD);
-                    }
-                    let (text, integer) = s.number()?;
-                    if !integer {
-                        return Err(BAD);
-                    }
-                    code = Some(
-                        std::str::from_utf8(text)
-                            .ok()
-                            .and_then(|t| t.parse().ok())
-                            .ok_or(BAD)?,
-                    );
-                } else {
-                    s.skip(2)?;
-                }
-                Ok(())
-            })?;
-            error = Some(Some(code.ok_or(BAD)?));
+            once(&mut error, || s.nullable(Scanner::error_code))
         } else {
-            s.skip(1)?;
+            s.skip(1)
         }
-        Ok(())
     })?;
     s.ws();
     if s.i != buf.len() {

@@ -1,6 +1,7 @@
-//! Results: the one model (`summary`) and its renderings (`text`), and the run directory
-//! (`files`).
+//! Results: the one model (`summary`), how a run's measurements become one (`build`), its
+//! renderings (`text`), and the run directory (`files`).
 
+pub mod build;
 pub mod files;
 pub mod summary;
 pub mod text;

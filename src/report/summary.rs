@@ -8,10 +8,10 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::outcome::{Class, OutcomeCounts, ProtocolKind};
-use crate::metrics::recorder::{OpShard, Recorder, SessionCounts};
+use crate::metrics::recorder::{OpShard, SessionCounts};
 
 /// Version of the summary.json format; bump on incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
@@ -26,7 +26,11 @@ pub struct Summary {
     pub measured_seconds: f64,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The workload's requests (every operation but the session opening).
     pub totals: Totals,
+    /// Session openings (`initialize`, or `server/discover` for 2026-07-28): counted apart
+    /// from the workload; their latency is that operation's row.
+    pub session_opening: Totals,
     pub operations: Vec<Operation>,
     pub warmup: Vec<WarmupOperation>,
     pub sessions: Sessions,
@@ -96,7 +100,7 @@ pub struct StageInfo {
     pub target: f64,
 }
 
-/// Counts across all operations (measured phase).
+/// Counts across operations (measured phase).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Totals {
     pub started: u64,
@@ -331,15 +335,18 @@ fn rate(n: u64, seconds: f64) -> f64 {
     }
 }
 
-/// Totals over operations.
-pub fn totals(ops: &[Operation], totals: &Recorder, seconds: f64) -> Totals {
-    let started: u64 = ops.iter().map(|o| o.started).sum();
-    let completed: u64 = ops.iter().map(|o| o.completed).sum();
-    let failed: u64 = ops.iter().map(|o| o.failed).sum();
-    let cancelled: u64 = ops.iter().map(|o| o.cancelled).sum();
-    let ok: u64 = totals.ops.iter().map(|o| o.counts.get(Class::Ok)).sum();
+/// Totals over some operations; `dropped` open-loop arrivals are theirs.
+pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
+    let sum = |f: fn(&Operation) -> u64| ops.iter().map(|o| f(o)).sum::<u64>();
+    let started = sum(|o| o.started);
+    let completed = sum(|o| o.completed);
+    let failed = sum(|o| o.failed);
+    let cancelled = sum(|o| o.cancelled);
+    let ok = sum(|o| o.outcomes.ok);
+    // Errors: everything but ok, tool_error and input_required.
+    let rpc_errors = sum(|o| o.outcomes.rpc_error.values().sum());
+    let errors = rpc_errors + failed + cancelled;
     let ended = completed + failed + cancelled;
-    let errors: u64 = totals.ops.iter().map(|o| o.counts.errors()).sum();
     Totals {
         started,
         completed,
@@ -353,6 +360,6 @@ pub fn totals(ops: &[Operation], totals: &Recorder, seconds: f64) -> Totals {
         } else {
             0.0
         },
-        dropped: totals.dropped,
+        dropped,
     }
 }

@@ -196,6 +196,22 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
+    let o = &s.session_opening;
+    if o.started > 0 {
+        let name = s
+            .operations
+            .first()
+            .map_or("initialize", |op| op.name.as_str());
+        let _ = write!(
+            out,
+            "session opening ({name}, not in the total): {} started = {} completed + {} failed + {} cancelled",
+            o.started, o.completed, o.failed, o.cancelled
+        );
+        if let Some(l) = s.operations.first().and_then(|op| op.latency.as_ref()) {
+            let _ = write!(out, "; p50 {} p99 {}", ms(l.p50_ms), ms(l.p99_ms));
+        }
+        let _ = writeln!(out);
+    }
     let se = &s.sessions;
     let _ = write!(
         out,

@@ -1,19 +1,31 @@
 //! Scenario files: TOML as written (`raw`) → a validated [`Plan`] (`plan`), with argument
 //! generators (`args`). Every error names the file, line, column and key, with a hint.
+//!
+//! The plan is built by concern: `target` (where load goes), `load` (how much, for how long,
+//! and `[find_max]`), `workload` (what is sent); `check` holds what every check shares (the
+//! range helper, closed sets of names, key hints, "did you mean"), `locate` turns a byte
+//! offset into line, column and key. Nothing here knows the reference server: whether a tool
+//! exists is asked of the target itself, before load (`driver::preflight`), with the
+//! [`Place`] each workload entry keeps.
 
 pub mod args;
-pub mod duration;
+mod check;
+mod load;
 mod locate;
 pub mod plan;
 pub mod raw;
+mod target;
+mod workload;
 
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
+pub use check::closest;
 pub use plan::{
     Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
 };
+pub use target::parse_url;
 
 /// A problem at a place in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +36,31 @@ pub struct Diagnostic {
     pub key: String,
     pub message: String,
     pub hint: Option<String>,
+}
+
+/// Where a value is written in a scenario file, kept for problems found after the file was
+/// read: a tool the target does not list, arguments its input schema rejects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// Dotted key, e.g. `workload[2].tool`.
+    pub key: String,
+}
+
+impl Place {
+    /// A diagnostic at this place.
+    pub fn diagnostic(&self, message: impl Into<String>, hint: Option<String>) -> Diagnostic {
+        Diagnostic {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            key: self.key.clone(),
+            message: message.into(),
+            hint,
+        }
+    }
 }
 
 /// Why a scenario could not become a plan.
@@ -77,15 +114,25 @@ impl Source<'_> {
         message: impl Into<String>,
         hint: Option<String>,
     ) -> ScenarioError {
+        ScenarioError::Invalid(Box::new(
+            self.place_at_key(span, key).diagnostic(message, hint),
+        ))
+    }
+
+    /// Where `span` starts, named by the key found there.
+    pub fn place(&self, span: Range<usize>) -> Place {
+        let key = locate::locate(self.text, span.start).key;
+        self.place_at_key(span, &key)
+    }
+
+    fn place_at_key(&self, span: Range<usize>, key: &str) -> Place {
         let loc = locate::locate(self.text, span.start);
-        ScenarioError::Invalid(Box::new(Diagnostic {
+        Place {
             file: self.name.to_string(),
             line: loc.line,
             column: loc.column,
             key: key.to_string(),
-            message: message.into(),
-            hint,
-        }))
+        }
     }
 }
 

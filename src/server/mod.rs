@@ -62,31 +62,9 @@ use hyper::service::service_fn;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::protocol::ResponseMode;
 pub use embedded::{EmbeddedError, EmbeddedServers, Launch, run_stdio};
 pub use stdio::{serve_stdio, serve_stdio_with};
-
-/// How request responses are framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ResponseMode {
-    /// `Content-Type: application/json`.
-    #[default]
-    Json,
-    /// `Content-Type: text/event-stream`, one `message` event.
-    Sse,
-}
-
-impl std::str::FromStr for ResponseMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "json" => Ok(ResponseMode::Json),
-            "sse" => Ok(ResponseMode::Sse),
-            o => Err(format!(
-                "unknown response mode `{o}` (expected json or sse)"
-            )),
-        }
-    }
-}
 
 /// Server settings.
 #[derive(Debug, Clone)]

@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::metrics::outcome::{Outcome, ProtocolKind};
+use crate::metrics::recorder::TransportCounts;
 use crate::protocol::jsonrpc::{self, Codec, DecodeError, Incoming};
 use crate::protocol::version::Revision;
 
@@ -89,6 +90,20 @@ pub struct Endpoint {
     pub timeout: Duration,
 }
 
+impl Endpoint {
+    /// Adds an extra HTTP header (`Host` replaces the default one). Values may be secrets: they
+    /// go on the wire and nowhere else.
+    pub fn add_header(&mut self, name: &str, value: &str) {
+        if name.eq_ignore_ascii_case("host") {
+            self.host = value.to_string();
+            return;
+        }
+        self.extra_headers
+            .extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        self.headers.push((name.to_string(), value.to_string()));
+    }
+}
+
 /// Per-request data that depends only on the workload entry.
 #[derive(Debug, Clone, Default)]
 pub struct CallSpec {
@@ -97,6 +112,21 @@ pub struct CallSpec {
     pub name: Option<String>,
     /// 2026-07-28 over HTTP/1.1: pre-rendered `Mcp-Method` / `Mcp-Name` header lines.
     pub h1_headers: Vec<u8>,
+}
+
+impl CallSpec {
+    /// The spec of `method` (with `params.name`, for `tools/call`) under revision `rev`.
+    pub fn new(method: &str, name: Option<&str>, rev: Revision) -> Self {
+        CallSpec {
+            method: method.into(),
+            name: name.map(str::to_string),
+            h1_headers: if rev.has_handshake() {
+                Vec::new()
+            } else {
+                crate::protocol::mcp::modern_headers(method, name)
+            },
+        }
+    }
 }
 
 /// The end of one exchange.
@@ -173,8 +203,8 @@ pub trait Session {
     fn last_message(&self) -> &[u8];
     /// Traffic the session's connections could not attribute (responses to no request in
     /// flight, late responses) and server requests answered, since the last take.
-    fn take_stats(&mut self) -> mux::MuxStats {
-        mux::MuxStats::default()
+    fn take_stats(&mut self) -> TransportCounts {
+        TransportCounts::default()
     }
 }
 

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use super::{CallSpec, Endpoint, Reply, Session};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
+use crate::metrics::recorder::TransportCounts;
 use crate::protocol::jsonrpc::{self, Codec, DecodeError, IdRef, Incoming};
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
@@ -45,25 +46,6 @@ struct Slot {
     events: u32,
 }
 
-/// Counters a connection keeps about traffic it could not attribute.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MuxStats {
-    /// Responses whose id matched no request (never sent, or already answered).
-    pub unmatched: u64,
-    /// Responses to requests the caller had given up on (timed out).
-    pub late: u64,
-    /// Requests from the server answered (`ping`, or -32601).
-    pub server_requests: u64,
-}
-
-impl MuxStats {
-    pub fn add(&mut self, o: MuxStats) {
-        self.unmatched += o.unmatched;
-        self.late += o.late;
-        self.server_requests += o.server_requests;
-    }
-}
-
 /// The in-flight table of one connection.
 #[derive(Debug)]
 pub struct Mux {
@@ -75,7 +57,7 @@ pub struct Mux {
     /// Set once the connection is gone: every waiter ends with this outcome.
     closed: Cell<Option<Outcome>>,
     codec: Codec,
-    stats: Cell<MuxStats>,
+    stats: Cell<TransportCounts>,
     /// Keep a copy of the last response message (preflight reads tools/list results).
     keep: Cell<bool>,
     last: RefCell<Vec<u8>>,
@@ -93,18 +75,18 @@ impl Mux {
             next_id: Cell::new(first),
             closed: Cell::new(None),
             codec,
-            stats: Cell::new(MuxStats::default()),
+            stats: Cell::new(TransportCounts::default()),
             keep: Cell::new(false),
             last: RefCell::new(Vec::new()),
         }
     }
 
-    pub fn stats(&self) -> MuxStats {
+    pub fn stats(&self) -> TransportCounts {
         self.stats.get()
     }
 
     /// The counters since the last take (each count is reported once).
-    pub fn take_stats(&self) -> MuxStats {
+    pub fn take_stats(&self) -> TransportCounts {
         self.stats.take()
     }
 
@@ -154,15 +136,7 @@ impl Mux {
 
     /// Waits for the answer to `id`. Dropping the future abandons the request.
     pub async fn wait(&self, id: u64) -> Reply {
-        struct Abandon<'a>(&'a Mux, u64, bool);
-        impl Drop for Abandon<'_> {
-            fn drop(&mut self) {
-                if !self.2 {
-                    self.0.abandon(self.1);
-                }
-            }
-        }
-        let mut guard = Abandon(self, id, false);
+        let guard = Abandon { mux: self, id };
         let reply = poll_fn(|cx| {
             let mut slots = self.slots.borrow_mut();
             let slot = &mut slots[(id & self.mask) as usize];
@@ -189,7 +163,7 @@ impl Mux {
             Poll::Pending
         })
         .await;
-        guard.2 = true;
+        guard.disarm();
         reply
     }
 
@@ -475,24 +449,36 @@ pub async fn exchange<O: Outbound, R: FnOnce(&mut Vec<u8>, u64)>(
     id: u64,
     render: R,
 ) -> Reply {
-    struct Abandon<'a>(&'a Mux, u64, bool);
-    impl Drop for Abandon<'_> {
-        fn drop(&mut self) {
-            if !self.2 {
-                self.0.abandon(self.1);
-            }
-        }
-    }
-    let mut guard = Abandon(mux, id, false);
+    let guard = Abandon { mux, id };
     buf.clear();
     render(buf, id);
     if out.send_message(buf).await.is_err() {
         mux.close(Outcome::Io);
         return Reply::new(Outcome::Io);
     }
-    let reply = mux.wait(id).await;
-    guard.2 = true;
-    reply
+    guard.disarm();
+    // From here `wait` abandons the request if it is dropped.
+    mux.wait(id).await
+}
+
+/// Abandons request `id` when dropped, unless disarmed: a future dropped mid-request (a
+/// timeout, an abort) frees its slot, and a late answer is counted instead of delivered.
+struct Abandon<'a> {
+    mux: &'a Mux,
+    id: u64,
+}
+
+impl Abandon<'_> {
+    /// The request ended normally: nothing to abandon.
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        self.mux.abandon(self.id);
+    }
 }
 
 /// Shared state for a connection opened by several virtual users (shared session mode): who
@@ -650,7 +636,7 @@ pub struct MuxSession<C: Connector> {
     /// This caller's request buffer (never shared, so rendering never allocates after warm-up).
     buf: Vec<u8>,
     /// Counters of connections this session has let go of, not yet taken.
-    retired: MuxStats,
+    retired: TransportCounts,
 }
 
 impl<C: Connector> std::fmt::Debug for MuxSession<C> {
@@ -673,7 +659,7 @@ impl<C: Connector> MuxSession<C> {
             keep: false,
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
-            retired: MuxStats::default(),
+            retired: TransportCounts::default(),
         }
     }
 
@@ -688,7 +674,7 @@ impl<C: Connector> MuxSession<C> {
             keep: false,
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
-            retired: MuxStats::default(),
+            retired: TransportCounts::default(),
         }
     }
 
@@ -869,7 +855,7 @@ impl<C: Connector> Session for MuxSession<C> {
         self.set_current(None);
     }
 
-    fn take_stats(&mut self) -> MuxStats {
+    fn take_stats(&mut self) -> TransportCounts {
         let mut st = std::mem::take(&mut self.retired);
         if let Some(c) = self.current() {
             st.add(c.mux.take_stats());

@@ -168,6 +168,26 @@ impl SseDecoder {
         })
     }
 
+    /// [`SseDecoder::feed_bounded`] that hands out only what carries JSON-RPC: the data of
+    /// `message` events (other event types, e.g. `endpoint`, and empty priming events are
+    /// skipped).
+    pub fn feed_messages<F>(
+        &mut self,
+        chunk: &[u8],
+        too_large: &mut bool,
+        mut on_message: F,
+    ) -> ControlFlow<()>
+    where
+        F: FnMut(&mut [u8]) -> ControlFlow<()>,
+    {
+        self.feed_bounded(chunk, too_large, |ev| {
+            if ev.data.is_empty() || !ev.is_message() {
+                return ControlFlow::Continue(());
+            }
+            on_message(ev.data)
+        })
+    }
+
     fn line_done<F>(
         &mut self,
         mut line: &[u8],
@@ -324,25 +344,20 @@ data: incomplete at end";
         }
     }
 
-    #[test]
-    fn arbitrary_chunkings_give_the_same_events() {
-        // A deterministic xorshift drives thousands of random chunkings, including 1-byte ones.
-        let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
-        for _ in 0..3000 {
-            let mut cuts = Vec::new();
-            let n = (s % 12) as usize;
-            for _ in 0..n {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                cuts.push((s % (CORPUS.len() as u64 + 1)) as usize);
-            }
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let (got, _) = decode_chunked(CORPUS, &cuts);
-            assert_eq!(got, expected(), "cuts {cuts:?}");
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Any chunking, 1-byte chunks included, gives the same events.
+        #[test]
+        fn arbitrary_chunkings_give_the_same_events(
+            cuts in proptest::collection::vec(0..=CORPUS.len(), 0..12),
+        ) {
+            proptest::prop_assert_eq!(decode_chunked(CORPUS, &cuts).0, expected());
         }
+    }
+
+    #[test]
+    fn byte_by_byte_gives_the_same_events() {
         let bytewise: Vec<usize> = (0..CORPUS.len()).collect();
         assert_eq!(decode_chunked(CORPUS, &bytewise).0, expected());
     }

@@ -181,11 +181,8 @@ impl Connector for SseConnector {
                 let mut bad = false;
                 let r = get
                     .read_body(|chunk| {
-                        sse.feed_bounded(chunk, &mut bad, |ev| {
-                            if ev.data.is_empty() || !ev.is_message() {
-                                return ControlFlow::Continue(());
-                            }
-                            msg.extend_from_slice(ev.data);
+                        sse.feed_messages(chunk, &mut bad, |data| {
+                            msg.extend_from_slice(data);
                             got = true;
                             ControlFlow::Break(())
                         })

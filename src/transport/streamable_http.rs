@@ -717,15 +717,12 @@ async fn read_sse_part(
     let mut too_large = false;
     let r = body
         .read(|chunk| {
-            sse.feed_bounded(chunk, &mut too_large, |ev| {
-                if ev.data.is_empty() || !ev.is_message() {
-                    return ControlFlow::Continue(());
-                }
+            sse.feed_messages(chunk, &mut too_large, |data| {
                 progress.events += 1;
                 progress.first_event.get_or_insert_with(Instant::now);
                 resp.clear();
-                resp.extend_from_slice(ev.data);
-                let decoded = jsonrpc::decode(codec, ev.data);
+                resp.extend_from_slice(data);
+                let decoded = jsonrpc::decode(codec, data);
                 if let Ok(jsonrpc::Incoming::Request { id: rid, method }) = &decoded {
                     mcp::answer_server_request(answer, rid, method);
                     server_request = true;

@@ -6,11 +6,12 @@
 //! through the [`WsWriter`] half.
 //!
 //! Why not tungstenite's `Message` API here: it allocates a buffer per message, and splitting
-//! tokio-tungstenite's stream into read and write halves puts a lock between them. Like [`super::http1`], this module frames
-//! messages itself over reused buffers: a text frame from the server is handed out in place
-//! (mutable, so a JSON parser can work in situ), fragmented messages are reassembled in a second
-//! reused buffer, and outgoing frames are masked into a reused write buffer. Buffers grow to the
-//! largest message seen; after warm-up nothing is allocated per message.
+//! tokio-tungstenite's stream into read and write halves puts a lock between them. Like
+//! [`super::http1`], this module frames messages itself over reused buffers: a text frame from
+//! the server is handed out in place (mutable, so a JSON parser can work in situ), fragmented
+//! messages are reassembled in a second reused buffer, and outgoing frames are masked into a
+//! reused write buffer. Buffers grow to the largest message seen; after warm-up nothing is
+//! allocated per message.
 //!
 //! No extensions are offered (so no permessage-deflate: compression would cost the load
 //! generator more CPU than the servers under test), and binary messages are a protocol error,
@@ -23,6 +24,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rand::rngs::SmallRng;
 use rand::{RngExt as _, SeedableRng as _};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 /// Default bound on one (possibly reassembled) message.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -37,8 +39,6 @@ const MIN_READ: usize = 4 * 1024;
 const MAX_HEADER: usize = 14;
 /// Largest control frame payload (RFC 6455 §5.5).
 const MAX_CONTROL: usize = 125;
-/// Appended to the key to derive `Sec-WebSocket-Accept` (RFC 6455 §1.3).
-const ACCEPT_GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 const OP_CONTINUATION: u8 = 0x0;
 const OP_TEXT: u8 = 0x1;
@@ -109,7 +109,7 @@ where
         .encode_slice(nonce, &mut key)
         .expect("16 bytes encode to 24");
     debug_assert_eq!(n, key.len());
-    let accept = accept_key(&key);
+    let accept = derive_accept_key(&key);
 
     let mut req = Vec::with_capacity(256 + host.len() + path.len() + extra_headers.len());
     req.extend_from_slice(b"GET ");
@@ -132,25 +132,15 @@ where
     writer.flush().await?;
 
     let mut reader = WsReader::new(reader);
-    reader.read_upgrade(&accept, subprotocol.as_bytes()).await?;
+    reader
+        .read_upgrade(accept.as_bytes(), subprotocol.as_bytes())
+        .await?;
     let writer = WsWriter {
         io: writer,
         buf: Vec::new(),
         framer,
     };
     Ok((reader, writer))
-}
-
-/// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`: base64(SHA-1(key + GUID)).
-fn accept_key(key: &[u8]) -> [u8; 28] {
-    let mut sha = sha1_smol::Sha1::new();
-    sha.update(key);
-    sha.update(ACCEPT_GUID);
-    let mut out = [0u8; 28];
-    BASE64
-        .encode_slice(sha.digest().bytes(), &mut out)
-        .expect("20 bytes encode to 28");
-    out
 }
 
 /// Encodes client frames: final, masked with a fresh key per frame. It holds no buffer, so it
@@ -852,15 +842,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn accept_key_matches_rfc_example() {
-        // RFC 6455 §1.3.
-        assert_eq!(
-            &accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="),
-            b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-        );
-    }
-
     /// One round of `n` messages: a task writes (singly and in batches) while this one reads.
     async fn echo_round(
         reader: &mut WsReader<OwnedReadHalf>,
@@ -1062,7 +1043,7 @@ mod tests {
     #[tokio::test]
     async fn frames_sent_with_the_101_head_are_kept() {
         let addr = fake_server(|key| {
-            let mut out = upgrade_head(&accept_key(key));
+            let mut out = upgrade_head(derive_accept_key(key).as_bytes());
             out.extend_from_slice(&frame(0x81, b"early"));
             out.extend_from_slice(&frame(0x89, b"p"));
             out

@@ -197,6 +197,30 @@ pub fn run_in(
     )
 }
 
+/// The values of one column of `timeseries.csv`, by its header name.
+pub fn csv_column(csv: &str, name: &str) -> Vec<String> {
+    let mut lines = csv.lines();
+    let header = lines.next().expect("a header line");
+    let i = header
+        .split(',')
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header}"));
+    lines
+        .map(|l| l.split(',').nth(i).expect("a full row").to_string())
+        .collect()
+}
+
+/// A numeric column of `timeseries.csv`.
+pub fn csv_numbers(csv: &str, name: &str) -> Vec<u64> {
+    csv_column(csv, name)
+        .iter()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: {v} is not a count"))
+        })
+        .collect()
+}
+
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }

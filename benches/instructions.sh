@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Generator instructions per request, counted by callgrind (repeatable, unlike seconds on a
+# shared machine): closed-loop `echo` over Streamable HTTP (JSON, HTTP/1.1) at 16 virtual users
+# on one worker thread, against `mcpbench serve` in another process (not under valgrind). Two
+# runs of N1 and N2 requests; the difference divided by N2 - N1 is the marginal cost of one
+# request, with start-up and shut-down cancelled out. Prints one Markdown row per binary.
+#
+#   benches/instructions.sh                               # this checkout
+#   BINS="/tmp/mcpbench-old target/release/mcpbench" benches/instructions.sh   # side by side
+#   N1=20000 N2=40000 TRANSPORT=websocket benches/instructions.sh
+#
+# Needs valgrind (apt install valgrind).
+source "$(dirname "$0")/common.sh"
+N1=${N1:-20000}
+N2=${N2:-40000}
+BINS=${BINS:-$BIN}
+PORT=$(free_port)
+"$BIN" serve --listen 127.0.0.1:$PORT > "$WORK/serve.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do grep -q listening "$WORK/serve.log" 2>/dev/null && break; sleep 0.1; done
+case ${TRANSPORT:-streamable-http} in
+  websocket) URL="ws://127.0.0.1:$PORT/ws" ;;
+  *) URL="http://127.0.0.1:$PORT/mcp" ;;
+esac
+
+instructions() { # binary requests → total instructions of the run (all threads)
+  cat > "$WORK/s.toml" <<TOML
+name = "instructions"
+[target]
+url = "$URL"
+[load]
+concurrency = 16
+requests = $2
+workers = 1
+timeout = "60s"
+[[workload]]
+method = "tools/call"
+tool = "echo"
+arguments = { message = "hello" }
+TOML
+  rm -rf "$WORK/out"
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+    "$1" run "$WORK/s.toml" --output "$WORK/out" --quiet > /dev/null 2> "$WORK/cg.log"
+  python3 - "$WORK/out/summary.json" "$2" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s["totals"]["ok"]
+# Every request of the count must have succeeded, or the difference measures errors.
+assert s["totals"]["failed"] == 0 and s["totals"]["cancelled"] == 0, s["totals"]
+PY
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.log"
+}
+
+echo "| binary | instructions at $N1 | at $N2 | per request (marginal) |"
+echo "|---|---:|---:|---:|"
+for b in $BINS; do
+  a=$(instructions "$b" "$N1")
+  c=$(instructions "$b" "$N2")
+  echo "| $b | $a | $c | $(( (c - a) / (N2 - N1) )) |"
+done
+echo
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); valgrind $(valgrind --version); echo c16, one worker thread, $URL"

@@ -1,0 +1,182 @@
+//! From a plan's target to an [`Endpoint`]: the embedded servers started (or the child
+//! command of a stdio target), names resolved, TLS configured, headers rendered.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use super::{RunError, RunOptions};
+use crate::protocol::version::Revision;
+use crate::scenario::plan::{Embedded, Remote, Url};
+use crate::scenario::{Plan, ProtocolChoice, Target};
+use crate::server::EmbeddedServers;
+use crate::transport::net::{NetTarget, TlsClient};
+use crate::transport::{CommandSpec, Endpoint, TransportKind};
+
+/// The least time a session opening gets.
+pub const OPEN_TIMEOUT_MIN: Duration = Duration::from_secs(5);
+
+/// Largest response or event accepted from a target.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// A target ready to connect to.
+#[derive(Debug)]
+pub struct Resolved {
+    pub endpoint: Endpoint,
+    /// What the report names as the target (never secrets).
+    pub url: String,
+    /// `embedded` or `remote`.
+    pub kind: &'static str,
+    /// Names of the extra headers (values may be secrets).
+    pub headers: Vec<String>,
+    /// The embedded servers, kept running as long as this lives.
+    pub embedded: Option<EmbeddedServers>,
+}
+
+/// The endpoint for a plan: embedded servers started, names resolved, TLS configured.
+pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
+    let conn = plan.connection();
+    let mut endpoint = Endpoint {
+        kind: conn.transport,
+        net: None,
+        host: String::new(),
+        path: String::new(),
+        extra_headers: Vec::new(),
+        headers: Vec::new(),
+        http2: conn.http2,
+        command: None,
+        protocol: match conn.protocol {
+            ProtocolChoice::Fixed(r) => r,
+            ProtocolChoice::Auto => Revision::V2026_07_28,
+        },
+        codec: opts.codec,
+        max_body: MAX_BODY,
+        // Opening a session (connecting, TLS, launching a process, the handshake) gets at
+        // least 5 s whatever the request timeout: a child process or a TLS handshake is slower
+        // than a call.
+        timeout: plan.load.timeout.max(OPEN_TIMEOUT_MIN),
+    };
+    match &plan.target {
+        Target::Embedded(e) => embedded(e, endpoint),
+        Target::Remote(r) => {
+            endpoint.command = r.command.clone();
+            if let Some(u) = &r.url {
+                network(&mut endpoint, u, r)?;
+            }
+            for (name, value) in &r.headers {
+                endpoint.add_header(name, value);
+            }
+            Ok(Resolved {
+                url: r.describe(),
+                endpoint,
+                kind: "remote",
+                headers: r.headers.iter().map(|(n, _)| n.clone()).collect(),
+                embedded: None,
+            })
+        }
+    }
+}
+
+/// The built-in reference server and mock backend on 127.0.0.1 ephemeral ports; for stdio, a
+/// child process of this binary that serves one session (with the same backend).
+fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(4);
+    let servers = EmbeddedServers::start(
+        e.response,
+        e.catalog,
+        e.page_size,
+        e.backend.clone(),
+        threads,
+    )?;
+    let url = if ep.kind == TransportKind::Stdio {
+        let exe = std::env::current_exe().map_err(RunError::Runtime)?;
+        let args: Vec<String> = [
+            "serve",
+            "--stdio",
+            "--backend",
+            &servers.backend_url,
+            "--catalog",
+            &e.catalog.to_string(),
+            "--page-size",
+            &e.page_size.to_string(),
+        ]
+        .map(str::to_string)
+        .into();
+        let url = format!("{} {}", exe.display(), args.join(" "));
+        ep.command = Some(CommandSpec {
+            program: exe.display().to_string(),
+            args,
+            env: Vec::new(),
+            cwd: None,
+        });
+        url
+    } else {
+        let (scheme, path) = match ep.kind {
+            TransportKind::LegacySse => ("http", "/sse"),
+            TransportKind::WebSocket => ("ws", "/ws"),
+            _ => ("http", "/mcp"),
+        };
+        ep.net = Some(NetTarget {
+            addr: servers.mcp_addr,
+            tls: None,
+            connect_timeout: ep.timeout,
+        });
+        ep.host = servers.mcp_addr.to_string();
+        ep.path = path.into();
+        format!("{scheme}://{}{path}", servers.mcp_addr)
+    };
+    Ok(Resolved {
+        url,
+        endpoint: ep,
+        kind: "embedded",
+        headers: Vec::new(),
+        embedded: Some(servers),
+    })
+}
+
+/// Address, TLS client (ALPN as the HTTP version asks), `Host` and path of a network target.
+fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
+    let addr = resolve_addr(u)?;
+    let tls = if u.scheme.is_tls() {
+        let alpn: &[&[u8]] = if ep.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        Some(
+            TlsClient::new(&u.host, &r.trust, alpn).map_err(|e| RunError::Tls {
+                target: u.text.clone(),
+                reason: e.to_string(),
+            })?,
+        )
+    } else {
+        None
+    };
+    let default_port = if u.scheme.is_tls() { 443 } else { 80 };
+    ep.host = if u.port == default_port {
+        u.host.clone()
+    } else {
+        format!("{}:{}", u.host, u.port)
+    };
+    ep.path = u.path.clone();
+    ep.net = Some(NetTarget {
+        addr,
+        tls,
+        connect_timeout: ep.timeout,
+    });
+    Ok(())
+}
+
+fn resolve_addr(u: &Url) -> Result<SocketAddr, RunError> {
+    let hostport = format!(
+        "{}:{}",
+        u.host.trim_start_matches('[').trim_end_matches(']'),
+        u.port
+    );
+    let resolve_error = |reason: String| RunError::Resolve {
+        target: u.text.clone(),
+        reason,
+    };
+    hostport
+        .to_socket_addrs()
+        .map_err(|e| resolve_error(e.to_string()))?
+        .next()
+        .ok_or_else(|| resolve_error("no address".into()))
+}

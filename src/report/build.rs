@@ -1,0 +1,211 @@
+//! From what a run measured to its [`Summary`]: the collector's totals (per-operation shards),
+//! the plan, and the facts of the run the driver knows (target, revision, times, CPU). The
+//! driver only orchestrates; everything a summary says is decided here, so a finished run can
+//! be summarized again from the same inputs.
+
+use std::time::Duration;
+
+use super::summary::{
+    self, Generator, Latency, LoadInfo, Operation, ProfileInfo, ScenarioInfo, StageInfo, Summary,
+    TargetInfo, Totals, WarmupOperation,
+};
+use crate::metrics::recorder::{Recorder, SessionCounts};
+use crate::scenario::plan::{Arrival, Model, OP_INITIALIZE};
+use crate::scenario::{Plan, Sessions};
+
+/// What the driver knows about a run beyond its measurements.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    /// The scenario file as given on the command line.
+    pub scenario_file: String,
+    /// UTC, RFC 3339.
+    pub started_at: String,
+    pub target: TargetInfo,
+    pub workers: usize,
+    /// From the end of warm-up to the end of the run.
+    pub measured: Duration,
+    /// Stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// CPU time of the worker threads, where the platform reports it.
+    pub cpu: Option<Duration>,
+    /// Things the driver noticed (an incomplete interval log, …).
+    pub notes: Vec<String>,
+}
+
+/// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session
+/// opening), `totals` is the collector's merge of every interval.
+pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts) -> Summary {
+    let seconds = facts.measured.as_secs_f64();
+    let operations: Vec<Operation> = ops
+        .iter()
+        .zip(&totals.ops)
+        .map(|(name, s)| Operation::from_shard(name, s, seconds))
+        .collect();
+    let warmup = ops
+        .iter()
+        .zip(&totals.warmup)
+        .filter(|(_, w)| w.0 > 0)
+        .map(|(name, w)| WarmupOperation {
+            name: name.clone(),
+            started: w.0,
+            outcomes: (&w.1).into(),
+        })
+        .collect();
+    // The workload's totals leave the session opening out: it has its own row and line.
+    let workload: Vec<&Operation> = operations
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != OP_INITIALIZE)
+        .map(|(_, o)| o)
+        .collect();
+    let work_totals = summary::totals(&workload, totals.dropped, seconds);
+    let opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, seconds);
+    let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
+        + totals.warmup.iter().map(|w| w.0).sum::<u64>();
+    let mut notes = notes(plan, &operations, &work_totals, &opening, &totals.sessions);
+    notes.extend(facts.notes);
+    Summary {
+        schema_version: summary::SCHEMA_VERSION,
+        mcpbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: ScenarioInfo {
+            name: plan.name.clone(),
+            file: facts.scenario_file,
+            description: plan.description.clone(),
+        },
+        started_at: facts.started_at,
+        target: facts.target,
+        load: load_info(plan, facts.workers),
+        measured_seconds: (seconds * 1000.0).round() / 1000.0,
+        interrupted: facts.interrupted,
+        totals: work_totals,
+        session_opening: opening,
+        operations,
+        warmup,
+        sessions: totals.sessions.into(),
+        generator: Generator {
+            workers: facts.workers,
+            cpu_seconds: facts.cpu.map(|c| c.as_secs_f64()),
+            cpu_us_per_request: facts
+                .cpu
+                .filter(|_| all_started > 0)
+                .map(|c| (c.as_secs_f64() * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+            lateness: totals
+                .lateness
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(Latency::from_hist),
+        },
+        notes,
+    }
+}
+
+/// The load as the plan set it.
+pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
+    let l = &plan.load;
+    let (model, arrival, profile) = match &l.model {
+        Model::Closed { vus } => ("closed", None, vus),
+        Model::Open { rate, arrival } => (
+            "open",
+            Some(match arrival {
+                Arrival::Poisson => "poisson".to_string(),
+                Arrival::Uniform => "uniform".to_string(),
+            }),
+            rate,
+        ),
+    };
+    LoadInfo {
+        model: model.into(),
+        concurrency: l.concurrency,
+        arrival,
+        profile: ProfileInfo {
+            start: profile.start,
+            stages: profile
+                .stages
+                .iter()
+                .map(|(d, t)| StageInfo {
+                    duration_seconds: d.as_secs_f64(),
+                    target: *t,
+                })
+                .collect(),
+        },
+        duration_seconds: l.duration.as_secs_f64(),
+        requests: l.requests,
+        warmup_seconds: l.warmup.as_secs_f64(),
+        timeout_seconds: l.timeout.as_secs_f64(),
+        think_seconds: l.think.map(|(a, b)| [a.as_secs_f64(), b.as_secs_f64()]),
+        sessions: match l.sessions {
+            Sessions::PerVu => "per-vu",
+            Sessions::PerRequest => "per-request",
+            Sessions::Shared => "shared",
+        }
+        .into(),
+        workers,
+    }
+}
+
+/// Things in the numbers a reader should not miss.
+fn notes(
+    plan: &Plan,
+    ops: &[Operation],
+    totals: &Totals,
+    opening: &Totals,
+    sessions: &SessionCounts,
+) -> Vec<String> {
+    let mut n = Vec::new();
+    if totals.unaccounted != 0 || opening.unaccounted != 0 {
+        n.push(format!(
+            "{} requests are unaccounted for (started but never ended): this is a bug in mcpbench",
+            totals.unaccounted + opening.unaccounted
+        ));
+    }
+    let opening_name = &ops[OP_INITIALIZE].name;
+    if opening.failed > 0 {
+        n.push(format!(
+            "{} of {} session openings ({opening_name}) failed: virtual users without a session retry with back-off and send no workload requests meanwhile; see the {opening_name} row",
+            opening.failed, opening.started
+        ));
+    }
+    if plan.load.sessions == Sessions::PerRequest {
+        let open_loop = matches!(plan.load.model, Model::Open { .. });
+        n.push(format!(
+            "per-request sessions: every workload request opened a session of its own ({opening_name}, measured in its own row){}",
+            if open_loop {
+                "; open-loop latency runs from the intended start, so it includes the opening"
+            } else {
+                "; the workload latencies start after it"
+            }
+        ));
+    }
+    for op in ops {
+        if let Some(l) = &op.latency
+            && l.count >= 20
+            && l.p50_ms >= 38.0
+            && l.p50_ms <= 46.0
+            && l.p90_ms <= 48.0
+        {
+            n.push(format!(
+                "{}: latency clusters at ~40 ms, the signature of Nagle's algorithm meeting delayed ACKs; check that the server sets TCP_NODELAY",
+                op.name
+            ));
+        }
+        if op.outcomes.protocol.contains_key("wrong_id") {
+            n.push(format!(
+                "{}: responses carried the wrong JSON-RPC id (a proxy rewriting ids?)",
+                op.name
+            ));
+        }
+    }
+    if sessions.lingering_streams > 0 {
+        n.push(format!(
+            "{} SSE responses were not ended by the server after the response; those connections were dropped instead of reused",
+            sessions.lingering_streams
+        ));
+    }
+    if sessions.unmatched_responses > 0 {
+        n.push(format!(
+            "{} responses matched no request in flight (wrong ids, or a gateway copying other sessions' traffic); they were ignored",
+            sessions.unmatched_responses
+        ));
+    }
+    n
+}

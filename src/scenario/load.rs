@@ -1,0 +1,467 @@
+//! `[load]` (the load model, its level over time, stop conditions, sessions) and `[find_max]`.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::check::{duration, key_hint, one_of, opt_within};
+use super::plan::{Arrival, FindMax, Load, Model, Profile, REQUESTS_ONLY_LIMIT, Sessions, Step};
+use super::raw::{RawFindMax, RawLoad, RawStage};
+use super::{ScenarioError, Source};
+
+/// The most virtual users (closed loop) or requests in flight (open loop).
+const MAX_CONCURRENCY: u32 = 100_000;
+/// The highest arrival rate, per second.
+const MAX_RATE: f64 = 10_000_000.0;
+
+pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
+    let raw = l.get_ref();
+    let open = is_open(src, raw)?;
+    let timeout = raw
+        .timeout
+        .as_ref()
+        .map(|t| duration(src, t, "load.timeout"))
+        .transpose()?
+        .unwrap_or(Duration::from_secs(10));
+    if timeout < Duration::from_millis(1) {
+        let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
+        return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
+    }
+    let requests = opt_within(src, &raw.requests, 1, None, "load.requests")?;
+    let profile = profile(src, l, open, requests.is_some())?;
+    let warmup = raw
+        .warmup
+        .as_ref()
+        .map(|w| duration(src, w, "load.warmup"))
+        .transpose()?
+        .unwrap_or(Duration::ZERO);
+    if warmup >= profile.duration() {
+        let w = raw.warmup.as_ref().map_or(l.span(), |w| w.span());
+        return Err(src.error(
+            w,
+            "warmup must be shorter than duration (warm-up is part of the duration)",
+            None,
+        ));
+    }
+    let sessions = match &raw.sessions {
+        None => Sessions::PerVu,
+        Some(s) => {
+            let options = [
+                ("per-vu", Sessions::PerVu),
+                ("shared", Sessions::Shared),
+                ("per-request", Sessions::PerRequest),
+            ];
+            one_of(src, s, "session mode", "load.sessions", &options)?
+        }
+    };
+    let workers = opt_within(src, &raw.workers, 1, Some(1024), "load.workers")?;
+    let duration = profile.duration();
+    let (model, concurrency) = if open {
+        open_model(src, raw, profile)?
+    } else {
+        let vus = profile.max().ceil() as usize;
+        (Model::Closed { vus: profile }, vus)
+    };
+    let max_queued = match &raw.max_queued {
+        Some(q) if !open => {
+            return Err(src.error(q.span(), "`max_queued` belongs to the open model", None));
+        }
+        q => opt_within(src, q, 0, Some(10_000_000), "load.max_queued")?
+            .map_or(concurrency, |q| q as usize),
+    };
+    Ok(Load {
+        model,
+        concurrency,
+        duration,
+        requests,
+        max_queued,
+        warmup,
+        timeout,
+        think: think(src, raw)?,
+        workers: workers.map(|w| w as usize),
+        sessions,
+    })
+}
+
+/// The model, and no key that belongs to the other one (a mistake, not something to ignore).
+fn is_open(src: &Source<'_>, raw: &RawLoad) -> Result<bool, ScenarioError> {
+    let open = match &raw.model {
+        None => false,
+        Some(m) => one_of(
+            src,
+            m,
+            "load model",
+            "load.model",
+            &[("closed", false), ("open", true)],
+        )?,
+    };
+    if open {
+        if let Some(t) = &raw.think {
+            return Err(src.error(
+                t.span(),
+                "think time applies to the closed model; an open model's rate sets the pace",
+                None,
+            ));
+        }
+        return Ok(true);
+    }
+    let open_keys = [
+        (raw.rate.as_ref().map(|r| r.span()), "rate"),
+        (raw.arrival.as_ref().map(|r| r.span()), "arrival"),
+        (
+            raw.max_in_flight.as_ref().map(|r| r.span()),
+            "max_in_flight",
+        ),
+    ];
+    for (span, key) in open_keys {
+        if let Some(span) = span {
+            return Err(src.error(
+                span,
+                format!("`{key}` belongs to the open model"),
+                Some("add model = \"open\", or use concurrency for virtual users".into()),
+            ));
+        }
+    }
+    Ok(false)
+}
+
+/// The level over time: constant for `duration` (or the request-count bound), or ramped
+/// through the stages from the base level.
+fn profile(
+    src: &Source<'_>,
+    l: &Spanned<RawLoad>,
+    open: bool,
+    counted: bool,
+) -> Result<Profile, ScenarioError> {
+    let raw = l.get_ref();
+    let base = if open {
+        opt_within(src, &raw.rate, 0.0, Some(MAX_RATE), "load.rate")?
+    } else {
+        // Stages may start from zero users; a constant load needs at least one.
+        let least = u32::from(raw.stages.is_empty());
+        let key = "load.concurrency";
+        opt_within(src, &raw.concurrency, least, Some(MAX_CONCURRENCY), key)?.map(f64::from)
+    };
+    let profile = if raw.stages.is_empty() {
+        let level = match (base, open) {
+            (Some(b), _) => b,
+            (None, false) => 1.0,
+            (None, true) => {
+                return Err(src.error_at_key(
+                    l.span(),
+                    "load.rate",
+                    "an open model needs a rate (or stages)",
+                    key_hint("load.rate"),
+                ));
+            }
+        };
+        let duration = match (&raw.duration, counted) {
+            (Some(d), _) => duration(src, d, "load.duration")?,
+            (None, true) => REQUESTS_ONLY_LIMIT,
+            (None, false) => {
+                return Err(src.error_at_key(
+                    l.span(),
+                    "load.duration",
+                    "[load] needs a duration (or a request count)",
+                    key_hint("load.duration"),
+                ));
+            }
+        };
+        Profile::constant(level, duration)
+    } else {
+        if let Some(d) = &raw.duration {
+            return Err(src.error(
+                d.span(),
+                "with stages, the duration is the sum of the stages'",
+                Some("remove `duration`".into()),
+            ));
+        }
+        let stages = raw
+            .stages
+            .iter()
+            .map(|st| stage(src, st, open))
+            .collect::<Result<_, _>>()?;
+        Profile {
+            start: base.unwrap_or(0.0),
+            stages,
+        }
+    };
+    if profile.duration().is_zero() {
+        let d = raw.duration.as_ref().map_or(l.span(), |d| d.span());
+        return Err(src.error(
+            d,
+            "duration must be greater than zero",
+            key_hint("load.duration"),
+        ));
+    }
+    if profile.max() <= 0.0 {
+        let key = if open {
+            "load.rate"
+        } else {
+            "load.concurrency"
+        };
+        return Err(src.error_at_key(l.span(), key, "the load is zero throughout", None));
+    }
+    Ok(profile)
+}
+
+/// One `[[load.stages]]` entry: its duration and the level it ramps to (a rate for the open
+/// model, virtual users for the closed one).
+fn stage(
+    src: &Source<'_>,
+    st: &Spanned<RawStage>,
+    open: bool,
+) -> Result<(Duration, f64), ScenarioError> {
+    let sr = st.get_ref();
+    let d = duration(src, &sr.duration, "load.stages.duration")?;
+    let (level, other, wants, other_key) = if open {
+        let rate = opt_within(src, &sr.rate, 0.0, Some(MAX_RATE), "load.stages.rate")?;
+        (
+            rate,
+            sr.concurrency.as_ref().map(|c| c.span()),
+            "rate",
+            "concurrency",
+        )
+    } else {
+        let key = "load.stages.concurrency";
+        let vus = opt_within(src, &sr.concurrency, 0, Some(MAX_CONCURRENCY), key)?;
+        (
+            vus.map(f64::from),
+            sr.rate.as_ref().map(|r| r.span()),
+            "concurrency",
+            "rate",
+        )
+    };
+    let model = if open {
+        "an open-model"
+    } else {
+        "a closed-model"
+    };
+    let key = format!("load.stages.{wants}");
+    if let Some(span) = other {
+        return Err(src.error(
+            span,
+            format!("{model} stage sets a {wants}, not a {other_key}"),
+            key_hint(&key),
+        ));
+    }
+    let level = level.ok_or_else(|| {
+        src.error_at_key(
+            st.span(),
+            &key,
+            format!("{model} stage needs a {wants}"),
+            key_hint(&key),
+        )
+    })?;
+    Ok((d, level))
+}
+
+/// The open model: arrival process and the bound on requests in flight.
+fn open_model(
+    src: &Source<'_>,
+    raw: &RawLoad,
+    rate: Profile,
+) -> Result<(Model, usize), ScenarioError> {
+    let arrival = match &raw.arrival {
+        None => Arrival::Poisson,
+        Some(a) => {
+            let options = [("poisson", Arrival::Poisson), ("uniform", Arrival::Uniform)];
+            one_of(src, a, "arrival process", "load.arrival", &options)?
+        }
+    };
+    let key = "load.max_in_flight";
+    let max_in_flight = match opt_within(src, &raw.max_in_flight, 1, Some(MAX_CONCURRENCY), key)? {
+        Some(m) => m as usize,
+        // Enough for the peak rate at a 100 ms latency, within reason.
+        None => ((rate.max() * 0.1).ceil() as usize).clamp(16, 10_000),
+    };
+    Ok((Model::Open { rate, arrival }, max_in_flight))
+}
+
+/// Closed loop: a pause after each request, fixed (`"100ms"`) or uniform in a range
+/// (`"50ms..150ms"`).
+fn think(src: &Source<'_>, raw: &RawLoad) -> Result<Option<(Duration, Duration)>, ScenarioError> {
+    let Some(t) = &raw.think else {
+        return Ok(None);
+    };
+    let parse = mcpbench_knobs::parse_duration;
+    let parsed = match t.get_ref().split_once("..") {
+        Some((a, b)) => parse(a).and_then(|a| parse(b).map(|b| (a, b))),
+        None => parse(t.get_ref()).map(|d| (d, d)),
+    };
+    let (a, b) = parsed.map_err(|e| src.error(t.span(), e.to_string(), key_hint("load.think")))?;
+    if a > b {
+        return Err(src.error(
+            t.span(),
+            "the think-time range is empty",
+            key_hint("load.think"),
+        ));
+    }
+    Ok(Some((a, b)))
+}
+
+/// `[find_max]`: where to start, how to step, where to stop, and the SLO.
+pub(super) fn find_max(
+    src: &Source<'_>,
+    f: &Spanned<RawFindMax>,
+    load: &Load,
+) -> Result<FindMax, ScenarioError> {
+    let raw = f.get_ref();
+    let positive = |v: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ScenarioError> {
+        match v {
+            Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
+                let name = key.rsplit('.').next().unwrap_or(key);
+                Err(src.error(x.span(), format!("{name} must be a positive number"), None))
+            }
+            v => Ok(v.as_ref().map(|x| *x.get_ref())),
+        }
+    };
+    let default_start = match &load.model {
+        Model::Open { rate, .. } => rate.max(),
+        Model::Closed { vus } => vus.max(),
+    };
+    let start = positive(&raw.start, "find_max.start")?.unwrap_or(default_start);
+    let step = match (
+        positive(&raw.step, "find_max.step")?,
+        positive(&raw.factor, "find_max.factor")?,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max",
+                "give either step (added) or factor (multiplied), not both",
+                None,
+            ));
+        }
+        (Some(s), None) => Step::Add(s),
+        (None, Some(x)) if x > 1.0 => Step::Multiply(x),
+        (None, Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max.factor",
+                "factor must be greater than 1",
+                None,
+            ));
+        }
+        (None, None) => Step::Multiply(1.5),
+    };
+    let max = positive(&raw.max, "find_max.max")?.unwrap_or(start * 1000.0);
+    if max < start {
+        return Err(src.error_at_key(f.span(), "find_max.max", "max is below start", None));
+    }
+    let step_duration = match &raw.step_duration {
+        Some(d) => duration(src, d, "find_max.step_duration")?,
+        None => load.duration.min(Duration::from_secs(10)),
+    };
+    let p99 = raw
+        .p99
+        .as_ref()
+        .map(|d| duration(src, d, "find_max.p99"))
+        .transpose()?;
+    let error_rate = opt_within(src, &raw.error_rate, 0.0, Some(1.0), "find_max.error_rate")?;
+    if p99.is_none() && error_rate.is_none() {
+        return Err(src.error_at_key(
+            f.span(),
+            "find_max",
+            "[find_max] needs an SLO: p99, error_rate or both",
+            Some("e.g. p99 = \"50ms\"\n    error_rate = 0.01".into()),
+        ));
+    }
+    Ok(FindMax {
+        start,
+        step,
+        max,
+        step_duration,
+        p99,
+        error_rate,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::plan::{Arrival, Model};
+    use crate::scenario::{Diagnostic, ScenarioError, parse};
+
+    fn err(text: &str) -> Diagnostic {
+        match parse("t.toml", text, &|_| None) {
+            Err(ScenarioError::Invalid(d)) => *d,
+            other => panic!("expected a diagnostic, got {other:?}"),
+        }
+    }
+
+    const WORK: &str = "\n[[workload]]\nmethod = \"tools/list\"\n";
+
+    #[test]
+    fn numbers_out_of_range_name_their_bounds() {
+        let cases = [
+            (
+                "concurrency = 0\nduration = \"1s\"",
+                "load.concurrency",
+                "concurrency must be from 1 to 100000",
+            ),
+            (
+                "concurrency = 200000\nduration = \"1s\"",
+                "load.concurrency",
+                "concurrency must be from 1 to 100000",
+            ),
+            (
+                "model = \"open\"\nrate = -1.0\nduration = \"1s\"",
+                "load.rate",
+                "rate must be from 0 to 10000000",
+            ),
+            (
+                "model = \"open\"\nrate = 5\nmax_in_flight = 0\nduration = \"1s\"",
+                "load.max_in_flight",
+                "max_in_flight must be from 1 to 100000",
+            ),
+            (
+                "workers = 0\nduration = \"1s\"",
+                "load.workers",
+                "workers must be from 1 to 1024",
+            ),
+            (
+                "requests = 0",
+                "load.requests",
+                "requests must be at least 1",
+            ),
+        ];
+        for (load, key, message) in cases {
+            let d = err(&format!("[load]\n{load}{WORK}"));
+            assert_eq!(
+                (d.key.as_str(), d.message.as_str()),
+                (key, message),
+                "{load}"
+            );
+        }
+    }
+
+    #[test]
+    fn stages_set_the_level_of_their_model() {
+        let d = err(&format!(
+            "[load]\nmodel = \"open\"\n[[load.stages]]\nduration = \"1s\"\nconcurrency = 3\n{WORK}"
+        ));
+        assert_eq!(d.key, "load.stages[1].concurrency");
+        assert_eq!(
+            d.message,
+            "an open-model stage sets a rate, not a concurrency"
+        );
+        let d = err(&format!(
+            "[load]\n[[load.stages]]\nduration = \"1s\"\n{WORK}"
+        ));
+        assert_eq!(d.message, "a closed-model stage needs a concurrency");
+        let p = parse(
+            "t.toml",
+            &format!("[load]\nmodel = \"open\"\narrival = \"uniform\"\n[[load.stages]]\nduration = \"2s\"\nrate = 50\n[[load.stages]]\nduration = \"1s\"\nrate = 0{WORK}"),
+            &|_| None,
+        )
+        .unwrap();
+        let Model::Open { rate, arrival } = &p.load.model else {
+            panic!("open")
+        };
+        assert_eq!(*arrival, Arrival::Uniform);
+        assert_eq!(
+            (rate.start, rate.max(), rate.duration().as_secs()),
+            (0.0, 50.0, 3)
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! `[target]` (a server or gateway to load) and `[embedded]` (the built-in reference server's
+//! options when there is no target).
+
+use toml::Spanned;
+
+use super::args::expand_env;
+use super::check::{key_hint, one_of, opt_within};
+use super::plan::{Connection, Embedded, ProtocolChoice, Remote, Scheme, Url};
+use super::raw::{RawEmbedded, RawTarget, RawTls};
+use super::{ScenarioError, Source};
+use crate::protocol::ResponseMode;
+use crate::protocol::version::{Revision, UnknownRevision};
+use crate::transport::net::Trust;
+use crate::transport::{CommandSpec, TransportKind};
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Headers mcpbench sets itself, as the protocol requires: a scenario may not override them.
+const RESERVED_HEADERS: &[&str] = &[
+    "content-length",
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+];
+
+/// A remote target: transport, URL or command, revision, HTTP version, TLS trust, headers.
+pub(super) fn target(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    env: Env<'_>,
+) -> Result<Remote, ScenarioError> {
+    let raw = t.get_ref();
+    let url = match &raw.url {
+        Some(u) => Some(
+            parse_url(u.get_ref()).map_err(|m| src.error(u.span(), m, key_hint("target.url")))?,
+        ),
+        None => None,
+    };
+    let transport = transport_of(src, t, url.as_ref())?;
+    let command = if transport == TransportKind::Stdio {
+        Some(stdio_command(src, t, env)?)
+    } else {
+        network_url_fits(src, t, transport, url.as_ref())?;
+        None
+    };
+    let protocol = match &raw.protocol {
+        Some(p) => protocol_choice(src, p, "target.protocol")?,
+        None => default_protocol(transport),
+    };
+    let http2 = match &raw.http {
+        Some(h) => http_version(src, h, "target.http", transport)?,
+        None => false,
+    };
+    let tls_url = url.as_ref().is_some_and(|u| u.scheme.is_tls());
+    let trust = match &raw.tls {
+        None => Trust::System,
+        Some(tls) if tls_url => trust(src, tls.get_ref())?,
+        Some(tls) => {
+            return Err(src.error_at_key(
+                tls.span(),
+                "target.tls",
+                "[target.tls] applies to https:// and wss:// targets",
+                None,
+            ));
+        }
+    };
+    let headers = headers(src, raw, env)?;
+    if transport == TransportKind::Stdio && !headers.is_empty() {
+        return Err(src.error_at_key(
+            t.span(),
+            "target.headers",
+            "stdio targets take credentials from `env`, not headers",
+            None,
+        ));
+    }
+    Ok(Remote {
+        conn: Connection {
+            transport,
+            protocol,
+            http2,
+        },
+        url,
+        command,
+        headers,
+        trust,
+    })
+}
+
+/// The transport: as written, else from the URL scheme (ws → WebSocket, http → Streamable
+/// HTTP), else stdio when there is a command.
+fn transport_of(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    url: Option<&Url>,
+) -> Result<TransportKind, ScenarioError> {
+    let raw = t.get_ref();
+    Ok(match (&raw.transport, url, &raw.command) {
+        (Some(tr), _, _) => transport_kind(src, tr, "target.transport")?,
+        (None, Some(u), _) if matches!(u.scheme, Scheme::Ws | Scheme::Wss) => {
+            TransportKind::WebSocket
+        }
+        (None, Some(_), _) => TransportKind::StreamableHttp,
+        (None, None, Some(_)) => TransportKind::Stdio,
+        (None, None, None) => {
+            return Err(src.error_at_key(
+                t.span(),
+                "target.url",
+                "[target] needs a url (or a command for stdio)",
+                key_hint("target.url"),
+            ));
+        }
+    })
+}
+
+/// A stdio target's command, with its environment expanded.
+fn stdio_command(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    env: Env<'_>,
+) -> Result<CommandSpec, ScenarioError> {
+    let raw = t.get_ref();
+    if let Some(u) = &raw.url {
+        return Err(src.error(
+            u.span(),
+            "a stdio target has a command, not a url",
+            key_hint("target.command"),
+        ));
+    }
+    let c = raw.command.as_ref().ok_or_else(|| {
+        src.error_at_key(
+            t.span(),
+            "target.command",
+            "a stdio target needs a command",
+            key_hint("target.command"),
+        )
+    })?;
+    let Some((program, args)) = c.get_ref().split_first() else {
+        return Err(src.error(c.span(), "the command is empty", key_hint("target.command")));
+    };
+    let mut envs = Vec::with_capacity(raw.env.len());
+    for (k, v) in &raw.env {
+        let val = expand_env(v.get_ref(), env).map_err(|e| src.error(v.span(), e.message, None))?;
+        envs.push((k.clone(), val));
+    }
+    Ok(CommandSpec {
+        program: program.clone(),
+        args: args.to_vec(),
+        env: envs,
+        cwd: raw.cwd.as_ref().map(|c| c.get_ref().into()),
+    })
+}
+
+/// A network target has a URL of the transport's kind (ws(s) for WebSocket, http(s) for the
+/// others) and no command.
+fn network_url_fits(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    transport: TransportKind,
+    url: Option<&Url>,
+) -> Result<(), ScenarioError> {
+    let raw = t.get_ref();
+    if let Some(c) = &raw.command {
+        return Err(src.error(
+            c.span(),
+            format!(
+                "`command` is for stdio targets; this one is {}",
+                transport.name()
+            ),
+            None,
+        ));
+    }
+    let u = url.ok_or_else(|| {
+        src.error_at_key(
+            t.span(),
+            "target.url",
+            format!("a {} target needs a url", transport.name()),
+            key_hint("target.url"),
+        )
+    })?;
+    let ws = matches!(u.scheme, Scheme::Ws | Scheme::Wss);
+    if ws != (transport == TransportKind::WebSocket) {
+        let span = raw.url.as_ref().map_or(t.span(), |u| u.span());
+        return Err(src.error(
+            span,
+            format!(
+                "a {} target needs an {} URL",
+                transport.name(),
+                if ws { "http(s)" } else { "ws(s)" }
+            ),
+            key_hint("target.url"),
+        ));
+    }
+    Ok(())
+}
+
+/// `[target.tls]`: a CA file, or `insecure = true`, or the system roots.
+fn trust(src: &Source<'_>, t: &RawTls) -> Result<Trust, ScenarioError> {
+    match (&t.ca, t.insecure.as_ref().map(|i| *i.get_ref())) {
+        (Some(ca), Some(true)) => Err(src.error(
+            ca.span(),
+            "choose either a CA file or insecure = true",
+            None,
+        )),
+        (Some(ca), _) => {
+            let path = std::path::PathBuf::from(ca.get_ref());
+            if !path.is_file() {
+                return Err(src.error(
+                    ca.span(),
+                    format!("CA file {} does not exist", path.display()),
+                    key_hint("target.tls.ca"),
+                ));
+            }
+            Ok(Trust::CaFile(path))
+        }
+        (None, Some(true)) => Ok(Trust::Insecure),
+        (None, _) => Ok(Trust::System),
+    }
+}
+
+/// Extra headers: valid names, none that mcpbench sets itself, values expanded from the
+/// environment and free of line breaks.
+fn headers(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    env: Env<'_>,
+) -> Result<Vec<(String, String)>, ScenarioError> {
+    let mut out = Vec::with_capacity(raw.headers.len());
+    for (name, value) in &raw.headers {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) {
+            return Err(src.error(
+                value.span(),
+                format!("`{name}` is not a valid header name"),
+                None,
+            ));
+        }
+        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(src.error(
+                value.span(),
+                format!("header `{name}` is set by mcpbench itself"),
+                Some("remove it; mcpbench sends it as the protocol requires".into()),
+            ));
+        }
+        let v = expand_env(value.get_ref(), env).map_err(|e| {
+            src.error(
+                value.span(),
+                e.message,
+                Some("export the variable before running, e.g. MCP_TOKEN=… mcpbench run …".into()),
+            )
+        })?;
+        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            return Err(src.error(
+                value.span(),
+                format!("the value of header `{name}` contains a line break"),
+                None,
+            ));
+        }
+        out.push((name.clone(), v));
+    }
+    Ok(out)
+}
+
+/// `[embedded]`: transport, revision and HTTP version of the client, response mode, catalog
+/// and page size of the server, knobs of its mock backend.
+pub(super) fn embedded(
+    src: &Source<'_>,
+    e: Option<&Spanned<RawEmbedded>>,
+) -> Result<Embedded, ScenarioError> {
+    let mut out = Embedded::default();
+    let Some(e) = e else { return Ok(out) };
+    let e = e.get_ref();
+    if let Some(t) = &e.transport {
+        out.conn.transport = transport_kind(src, t, "embedded.transport")?;
+        out.conn.protocol = default_protocol(out.conn.transport);
+    }
+    if let Some(p) = &e.protocol {
+        out.conn.protocol = protocol_choice(src, p, "embedded.protocol")?;
+    }
+    if let Some(h) = &e.http {
+        out.conn.http2 = http_version(src, h, "embedded.http", out.conn.transport)?;
+    }
+    if let Some(r) = &e.response {
+        let options = [("json", ResponseMode::Json), ("sse", ResponseMode::Sse)];
+        out.response = one_of(src, r, "response mode", "embedded.response", &options)?;
+    }
+    if let Some(c) = opt_within(src, &e.catalog, 0, Some(100_000), "embedded.catalog")? {
+        out.catalog = c as usize;
+    }
+    if let Some(p) = opt_within(src, &e.page_size, 1, None, "embedded.page_size")? {
+        out.page_size = p as usize;
+    }
+    if let Some(l) = &e.backend_latency {
+        let latency = l
+            .get_ref()
+            .parse()
+            .map_err(|m: mcpbench_knobs::KnobError| {
+                src.error(
+                    l.span(),
+                    m.to_string(),
+                    key_hint("embedded.backend_latency"),
+                )
+            })?;
+        out.backend.latency = Some(latency);
+    }
+    out.backend.error_rate = opt_within(
+        src,
+        &e.backend_error_rate,
+        0.0,
+        Some(1.0),
+        "embedded.backend_error_rate",
+    )?;
+    out.backend.payload = e.backend_payload.as_ref().map(|p| *p.get_ref() as usize);
+    Ok(out)
+}
+
+fn transport_kind(
+    src: &Source<'_>,
+    t: &Spanned<String>,
+    key: &str,
+) -> Result<TransportKind, ScenarioError> {
+    use TransportKind::*;
+    let options = [
+        ("streamable-http", StreamableHttp),
+        ("http", StreamableHttp),
+        ("sse", LegacySse),
+        ("http+sse", LegacySse),
+        ("websocket", WebSocket),
+        ("ws", WebSocket),
+        ("stdio", Stdio),
+    ];
+    one_of(src, t, "transport", key, &options)
+}
+
+fn protocol_choice(
+    src: &Source<'_>,
+    p: &Spanned<String>,
+    key: &str,
+) -> Result<ProtocolChoice, ScenarioError> {
+    if p.get_ref() == "auto" {
+        return Ok(ProtocolChoice::Auto);
+    }
+    let r: Revision = p
+        .get_ref()
+        .parse()
+        .map_err(|e: UnknownRevision| src.error(p.span(), e.to_string(), key_hint(key)))?;
+    Ok(ProtocolChoice::Fixed(r))
+}
+
+fn http_version(
+    src: &Source<'_>,
+    h: &Spanned<String>,
+    key: &str,
+    transport: TransportKind,
+) -> Result<bool, ScenarioError> {
+    let options = [("1.1", false), ("1", false), ("2", true), ("2.0", true)];
+    let h2 = one_of(src, h, "HTTP version", key, &options)?;
+    if h2 && transport != TransportKind::StreamableHttp {
+        return Err(src.error(
+            h.span(),
+            format!(
+                "HTTP/2 applies to the streamable-http transport, not {}",
+                transport.name()
+            ),
+            None,
+        ));
+    }
+    Ok(h2)
+}
+
+/// The revision a transport offers when the scenario names none.
+fn default_protocol(t: TransportKind) -> ProtocolChoice {
+    match t {
+        TransportKind::LegacySse => ProtocolChoice::Fixed(Revision::V2024_11_05),
+        _ => ProtocolChoice::Fixed(Revision::LATEST_HANDSHAKE),
+    }
+}
+
+/// Splits `scheme://host:port/path` into its parts (http, https, ws, wss).
+pub fn parse_url(url: &str) -> Result<Url, String> {
+    let schemes = [
+        ("http://", Scheme::Http),
+        ("https://", Scheme::Https),
+        ("ws://", Scheme::Ws),
+        ("wss://", Scheme::Wss),
+    ];
+    let Some((scheme, rest)) = schemes
+        .iter()
+        .find_map(|(prefix, s)| url.strip_prefix(prefix).map(|r| (*s, r)))
+    else {
+        return Err(format!(
+            "`{url}` is not an http://, https://, ws:// or wss:// URL"
+        ));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err(
+            "credentials in the URL are not allowed; use a header (e.g. Authorization)".into(),
+        );
+    }
+    let (host, port) = if let Some(h) = authority.strip_prefix('[') {
+        let end = h.find(']').ok_or("unclosed [ in the host")?;
+        let port = h[end + 1..].strip_prefix(':');
+        (format!("[{}]", &h[..end]), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(format!("`{url}` has no host"));
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("`{p}` is not a port number"))?,
+        None if scheme.is_tls() => 443,
+        None => 80,
+    };
+    Ok(Url {
+        text: url.to_string(),
+        scheme,
+        host,
+        port,
+        path: path.to_string(),
+    })
+}
