@@ -87,7 +87,11 @@ fn streamable_http_revisions_json_sse_http1_http2() {
                 clean(&s, rev, &label);
                 assert_eq!(s.target.http, http);
                 // Every session the run opened (preflight's, each user's) was ended by DELETE.
-                assert_eq!(srv.state().sessions.len(), 0, "{label}: sessions left open");
+                assert_eq!(
+                    srv.state().open_sessions(),
+                    0,
+                    "{label}: sessions left open"
+                );
                 let echo = s
                     .operations
                     .iter()
@@ -122,7 +126,7 @@ fn shared_http_sessions_are_ended_by_their_last_user() {
         clean(&s, "2025-11-25", &label);
         assert_eq!(s.sessions.opened, 1, "{label}: one shared session");
         assert_eq!(
-            srv.state().sessions.len(),
+            srv.state().open_sessions(),
             0,
             "{label}: shared session left open"
         );

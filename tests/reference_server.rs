@@ -298,7 +298,7 @@ fn tools_validate_arguments_and_call_the_backend() {
             invalid["result"]["content"][0]["text"]
                 .as_str()
                 .unwrap()
-                .contains("arguments.message: expected string")
+                .contains("arguments.message: 5 is not of type \"string\"")
         );
         assert_eq!(m(call("no-such-tool", json!({})))["error"]["code"], -32602);
         assert_eq!(m(call("fail", json!({})))["result"]["isError"], true);

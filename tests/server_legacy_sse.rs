@@ -153,10 +153,10 @@ fn endpoint_event_then_responses_on_the_stream() {
     );
 
     // Closing the stream ends the session.
-    assert_eq!(srv.state().legacy.len(), 2);
+    assert_eq!(srv.state().legacy_sessions(), 2);
     drop(s);
     wait_until("the closed session to be removed", || {
-        srv.state().legacy.len() == 1
+        srv.state().legacy_sessions() == 1
     });
     assert_eq!(
         send(a, &endpoint, r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).status,

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod architecture;
 mod cli;
 mod e2e;
 mod interop;

@@ -9,8 +9,8 @@ use rand::SeedableRng;
 use serde_json::Value;
 
 use crate::metrics::outcome::Outcome;
-use crate::protocol::mcp;
 use crate::protocol::version::Revision;
+use crate::protocol::{mcp, schema};
 use crate::scenario::{Diagnostic, Method, Plan, ProtocolChoice, WorkItem, closest};
 use crate::transport::mux::MuxSession;
 use crate::transport::sse_legacy::SseConnector;
@@ -173,10 +173,10 @@ pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic
         let Method::ToolsCall { tool } = &item.method else {
             continue;
         };
-        let Some((_, schema)) = pre.tools.iter().find(|(n, _)| n == tool) else {
+        let Some((_, input_schema)) = pre.tools.iter().find(|(n, _)| n == tool) else {
             return Err(Box::new(unknown_tool(item, tool, &pre.tools)));
         };
-        let validator = match compile(schema) {
+        let validator = match schema::compile(input_schema) {
             Ok(v) => v,
             Err(reason) => {
                 let at = item.arguments_place.as_ref().unwrap_or(&item.place);
@@ -188,16 +188,16 @@ pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic
         };
         for _ in 0..ARGUMENT_SAMPLES {
             let args = item.arguments.sample(&mut rng);
-            if let Err(e) = validator.validate(&args) {
+            if let Err(e) = schema::check(&validator, &args) {
                 // At the argument the schema rejects (`workload[1].arguments.ms`), on the line
                 // of the arguments table.
                 let mut at = item.arguments_place.clone().unwrap_or(item.place.clone());
-                for segment in e.instance_path().to_string().split('/').skip(1) {
+                for segment in &e.path {
                     at.key.push('.');
                     at.key.push_str(segment);
                 }
                 return Err(Box::new(at.diagnostic(
-                    format!("the arguments generated for tool `{tool}` do not fit its input schema: {e}"),
+                    format!("the arguments generated for tool `{tool}` do not fit its input schema: {}", e.message),
                     Some(format!(
                         "example: {args}\n  fix the generators in `arguments` (see scenarios/README.md)"
                     )),
@@ -206,16 +206,6 @@ pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic
         }
     }
     Ok(())
-}
-
-/// A validator for a target's `inputSchema` (JSON Schema 2020-12 unless it says otherwise;
-/// `format` asserted, since servers that validate arguments check it; no remote `$ref`s are
-/// fetched).
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
 }
 
 fn unknown_tool(item: &WorkItem, tool: &str, listed: &[(String, Value)]) -> Diagnostic {

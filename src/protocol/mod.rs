@@ -1,9 +1,10 @@
 //! MCP on the wire: JSON-RPC envelopes (`jsonrpc`, with the `scan` codec), client messages
-//! (`mcp`) and protocol revisions (`version`).
+//! (`mcp`), protocol revisions (`version`) and tool input schemas (`schema`).
 
 pub mod jsonrpc;
 pub mod mcp;
 pub mod scan;
+pub mod schema;
 pub mod version;
 
 /// How a Streamable HTTP server frames its answers to requests.

@@ -18,7 +18,7 @@ const MAX_BACKEND_BODY: usize = 16 * 1024 * 1024;
 
 /// A failed backend call, as safe to show to a tool caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum BackendError {
+pub(crate) enum BackendError {
     #[error("the backend service is unavailable")]
     Unavailable,
     #[error("the backend service did not answer in time")]
@@ -29,7 +29,7 @@ pub enum BackendError {
 
 /// A pooled client for one backend base URL.
 #[derive(Debug, Clone)]
-pub struct Backend {
+pub(crate) struct Backend {
     client: Client<HttpConnector, Full<Bytes>>,
     base: String,
     timeout: Duration,
@@ -37,7 +37,7 @@ pub struct Backend {
 
 impl Backend {
     /// `base` is like `http://127.0.0.1:8081` (a trailing slash is ignored).
-    pub fn new(base: &str, timeout: Duration) -> Self {
+    pub(crate) fn new(base: &str, timeout: Duration) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(5)));
@@ -52,17 +52,17 @@ impl Backend {
         }
     }
 
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
     /// GET `path` (with query); returns status and body.
-    pub async fn get(&self, path: &str) -> Result<(u16, Bytes), BackendError> {
+    pub(crate) async fn get(&self, path: &str) -> Result<(u16, Bytes), BackendError> {
         self.send("GET", path, Bytes::new()).await
     }
 
     /// POST a JSON body to `path`.
-    pub async fn post_json(&self, path: &str, body: Bytes) -> Result<(u16, Bytes), BackendError> {
+    pub(crate) async fn post_json(
+        &self,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(u16, Bytes), BackendError> {
         self.send("POST", path, body).await
     }
 
@@ -108,7 +108,7 @@ impl Backend {
 }
 
 /// Percent-encodes a query parameter value.
-pub fn encode_query(v: &str) -> String {
+pub(crate) fn encode_query(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {

@@ -25,20 +25,20 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Work a stream drives until it completes.
-pub type Work = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub(crate) type Work = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Where a stream goes when its work parks it (see the module doc).
-pub type Park = Box<dyn FnOnce(SseStream) + Send>;
+pub(crate) type Park = Box<dyn FnOnce(SseStream) + Send>;
 
 /// The message that parks a stream with a [`Park`] hook; other streams ignore it.
-pub const PARK: Bytes = Bytes::new();
+pub(crate) const PARK: Bytes = Bytes::new();
 
 /// The `retry` (ms) sent before the server closes a parked stream's connection: how long the
 /// client waits before it resumes.
-pub const RETRY_MS: u64 = 200;
+pub(crate) const RETRY_MS: u64 = 200;
 
 /// A response body.
-pub struct Body(Inner);
+pub(crate) struct Body(Inner);
 
 enum Inner {
     Full(Option<Bytes>),
@@ -55,15 +55,15 @@ impl std::fmt::Debug for Body {
 }
 
 impl Body {
-    pub fn full(b: impl Into<Bytes>) -> Self {
+    pub(crate) fn full(b: impl Into<Bytes>) -> Self {
         Body(Inner::Full(Some(b.into())))
     }
 
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         Body(Inner::Full(None))
     }
 
-    pub fn stream(s: SseStream) -> Self {
+    pub(crate) fn stream(s: SseStream) -> Self {
         Body(Inner::Stream(Box::new(s)))
     }
 }
@@ -71,23 +71,23 @@ impl Body {
 /// Event ids of one SSE stream: `<stream>-<n>`, unique within the session that numbered the
 /// stream (2025-11-25 resumability ids; this server does not replay).
 #[derive(Debug, Clone, Copy)]
-pub struct EventIds {
+pub(crate) struct EventIds {
     stream: u64,
     next: u64,
 }
 
 impl EventIds {
-    pub fn new(stream: u64) -> Self {
+    pub(crate) fn new(stream: u64) -> Self {
         EventIds { stream, next: 0 }
     }
 
     /// The stream's number (the part before `-` in its event ids).
-    pub fn stream(&self) -> u64 {
+    pub(crate) fn stream(&self) -> u64 {
         self.stream
     }
 
     /// The sequence number of the last id written, if any.
-    pub fn last(&self) -> Option<u64> {
+    pub(crate) fn last(&self) -> Option<u64> {
         self.next.checked_sub(1)
     }
 
@@ -101,14 +101,14 @@ impl EventIds {
     }
 
     /// The priming event (an id and empty data) that opens a 2025-11-25 stream.
-    pub fn priming(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn priming(&mut self, out: &mut Vec<u8>) {
         self.write_next(out);
         out.extend_from_slice(b"data:\n\n");
     }
 }
 
 /// Appends `msg` as one SSE `message` event.
-pub fn write_event(out: &mut Vec<u8>, ids: Option<&mut EventIds>, msg: &[u8]) {
+pub(crate) fn write_event(out: &mut Vec<u8>, ids: Option<&mut EventIds>, msg: &[u8]) {
     if let Some(ids) = ids {
         ids.write_next(out);
     }
@@ -120,7 +120,7 @@ pub fn write_event(out: &mut Vec<u8>, ids: Option<&mut EventIds>, msg: &[u8]) {
 const KEEPALIVE: &[u8] = b": keepalive\n\n";
 
 /// An SSE response stream (see the module doc).
-pub struct SseStream {
+pub(crate) struct SseStream {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Bytes>,
     ids: Option<EventIds>,
@@ -144,7 +144,7 @@ impl std::fmt::Debug for SseStream {
 
 impl SseStream {
     /// A stream of the messages received on `rx`; it ends when every sender is gone.
-    pub fn new(rx: mpsc::Receiver<Bytes>) -> Self {
+    pub(crate) fn new(rx: mpsc::Receiver<Bytes>) -> Self {
         SseStream {
             first: None,
             rx,
@@ -159,13 +159,13 @@ impl SseStream {
     }
 
     /// Lets the work park the stream (see the module doc).
-    pub fn park(mut self, hook: Park) -> Self {
+    pub(crate) fn park(mut self, hook: Park) -> Self {
         self.park = Some(hook);
         self
     }
 
     /// The stream number and sequence number of the last event id written.
-    pub fn last_event(&self) -> Option<(u64, u64)> {
+    pub(crate) fn last_event(&self) -> Option<(u64, u64)> {
         let ids = self.ids.as_ref()?;
         Some((ids.stream(), ids.last()?))
     }
@@ -187,24 +187,24 @@ impl SseStream {
     }
 
     /// Bytes sent before any message (the priming event, the legacy `endpoint` event).
-    pub fn first(mut self, b: impl Into<Bytes>) -> Self {
+    pub(crate) fn first(mut self, b: impl Into<Bytes>) -> Self {
         self.first = Some(b.into());
         self
     }
 
-    pub fn ids(mut self, ids: Option<EventIds>) -> Self {
+    pub(crate) fn ids(mut self, ids: Option<EventIds>) -> Self {
         self.ids = ids;
         self
     }
 
     /// Work polled by the body; dropped with it.
-    pub fn drive(mut self, work: Work) -> Self {
+    pub(crate) fn drive(mut self, work: Work) -> Self {
         self.work = Some(work);
         self
     }
 
     /// A `: keepalive` comment every `every` while the stream is open.
-    pub fn keepalive(mut self, every: Duration) -> Self {
+    pub(crate) fn keepalive(mut self, every: Duration) -> Self {
         let every = every.max(Duration::from_millis(1));
         let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         i.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -213,13 +213,13 @@ impl SseStream {
     }
 
     /// Ends the stream when `token` is cancelled (server shutdown).
-    pub fn until(mut self, token: CancellationToken) -> Self {
+    pub(crate) fn until(mut self, token: CancellationToken) -> Self {
         self.closing = Some(Box::pin(token.cancelled_owned()));
         self
     }
 
     /// Dropped with the body: cleans up when the client goes away.
-    pub fn guard(mut self, g: impl Send + 'static) -> Self {
+    pub(crate) fn guard(mut self, g: impl Send + 'static) -> Self {
         self._guard = Some(Box::new(g));
         self
     }

@@ -19,14 +19,14 @@ use tokio_util::sync::CancellationToken;
 
 /// A request id, normalised so that `"a"` and `"\u0061"` name the same request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum IdKey {
+pub(crate) enum IdKey {
     Num(i128),
     Str(String),
 }
 
 impl IdKey {
     /// The key of a raw JSON id (`7`, `"abc"`); `None` for anything that is not a valid id.
-    pub fn parse(raw: &str) -> Option<IdKey> {
+    pub(crate) fn parse(raw: &str) -> Option<IdKey> {
         let raw = raw.trim();
         if raw.starts_with('"') {
             serde_json::from_str::<String>(raw).ok().map(IdKey::Str)
@@ -55,14 +55,14 @@ struct Entries {
 /// One short lock per registration and one per completion; tokens are independent (no parent
 /// token whose lock every request would share).
 #[derive(Debug, Default)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     entries: Mutex<Entries>,
     idle: Notify,
 }
 
 /// One registered request. Its token fires on cancel; dropping it unregisters the request.
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     owner: Arc<InFlight>,
     key: Option<IdKey>,
     seq: u64,
@@ -71,16 +71,17 @@ pub struct Ticket {
 
 impl Ticket {
     /// Completes when the request is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         self.token.cancelled().await;
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.token.is_cancelled()
     }
 
     /// The session's table this request is registered in.
-    pub fn session(&self) -> &Arc<InFlight> {
+    pub(crate) fn session(&self) -> &Arc<InFlight> {
         &self.owner
     }
 }
@@ -105,7 +106,7 @@ impl Drop for Ticket {
 
 /// A server request waiting for the client's response; dropping it unregisters the request.
 #[derive(Debug)]
-pub struct Question {
+pub(crate) struct Question {
     owner: Arc<InFlight>,
     seq: u64,
     rx: oneshot::Receiver<Bytes>,
@@ -113,12 +114,12 @@ pub struct Question {
 
 impl Question {
     /// The request's id as raw JSON (a string, so it cannot collide with client ids in logs).
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("\"mcpbench-{}\"", self.seq)
     }
 
     /// The client's response message, or `None` if the session ended first.
-    pub async fn answer(&mut self) -> Option<Bytes> {
+    pub(crate) async fn answer(&mut self) -> Option<Bytes> {
         (&mut self.rx).await.ok()
     }
 }
@@ -130,7 +131,7 @@ impl Drop for Question {
 }
 
 impl InFlight {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(InFlight::default())
     }
 
@@ -140,7 +141,7 @@ impl InFlight {
 
     /// Registers the request with raw JSON id `id`. A second request with the same id while
     /// the first runs takes over the id (the first can then only be stopped with the session).
-    pub fn register(self: &Arc<Self>, id: &str) -> Ticket {
+    pub(crate) fn register(self: &Arc<Self>, id: &str) -> Ticket {
         let key = IdKey::parse(id);
         let token = CancellationToken::new();
         let mut e = self.lock();
@@ -167,7 +168,7 @@ impl InFlight {
     }
 
     /// Cancels the request with raw JSON id `id`; false (and nothing happens) if none runs.
-    pub fn cancel(&self, id: &str) -> bool {
+    pub(crate) fn cancel(&self, id: &str) -> bool {
         let Some(key) = IdKey::parse(id) else {
             return false;
         };
@@ -182,7 +183,7 @@ impl InFlight {
     }
 
     /// Registers a server request; `None` once the session has ended.
-    pub fn ask(self: &Arc<Self>) -> Option<Question> {
+    pub(crate) fn ask(self: &Arc<Self>) -> Option<Question> {
         let (tx, rx) = oneshot::channel();
         let mut e = self.lock();
         if e.closed {
@@ -201,7 +202,7 @@ impl InFlight {
 
     /// Hands a client response (raw JSON id, whole message) to the server request it answers;
     /// false if none waits for it (unknown, late, or not one of ours).
-    pub fn answer(&self, id: &str, message: Bytes) -> bool {
+    pub(crate) fn answer(&self, id: &str, message: Bytes) -> bool {
         let seq = match IdKey::parse(id) {
             Some(IdKey::Str(s)) => s.strip_prefix("mcpbench-").and_then(|n| n.parse().ok()),
             _ => None,
@@ -214,7 +215,7 @@ impl InFlight {
 
     /// Cancels everything running now and everything registered later (the session ended);
     /// server requests waiting for an answer give up.
-    pub fn cancel_all(&self) {
+    pub(crate) fn cancel_all(&self) {
         let mut e = self.lock();
         e.closed = true;
         e.asked.clear();
@@ -227,16 +228,16 @@ impl InFlight {
     }
 
     /// Requests registered and not yet finished.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().running
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Completes once no request is in flight.
-    pub async fn idle(&self) {
+    pub(crate) async fn idle(&self) {
         loop {
             let notified = self.idle.notified();
             let mut notified = std::pin::pin!(notified);

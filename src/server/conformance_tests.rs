@@ -375,7 +375,7 @@ async fn benchmark_server_is_unchanged_without_conformance() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, super::tools::builtin_names());
+    assert_eq!(names, super::tools::BUILTIN);
     for method in [
         "prompts/list",
         "resources/list",

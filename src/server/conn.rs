@@ -16,17 +16,18 @@ use bytes::Bytes;
 
 use super::State;
 use super::cancel::InFlight;
-use super::dispatch::{
-    Io, Kind, MODERN, Params, Peer, Pending, Sink, check_modern, error_body, is_batch,
-    on_notification, on_response, parse, rejection_body, write_array,
-};
+use super::context::{Io, Peer, Sink};
+use super::dispatch::{Pending, on_notification, on_response};
 use super::peer::ClientState;
+use super::wire::{
+    Kind, MODERN, Params, check_modern, error_body, is_batch, parse, rejection_body, write_array,
+};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
 /// What to do with a received frame.
 #[derive(Debug)]
-pub enum Received {
+pub(crate) enum Received {
     /// Nothing to write now (a notification, or a call running on its own task).
     Nothing,
     /// Write this response.
@@ -38,7 +39,7 @@ pub enum Received {
 
 /// The session of one connection.
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     state: Arc<State>,
     out: Sink,
     revision: OnceLock<Revision>,
@@ -49,7 +50,7 @@ pub struct Conn {
 
 impl Conn {
     /// A session whose asynchronous output goes to `out`.
-    pub fn new(state: Arc<State>, out: Sink) -> Arc<Self> {
+    pub(crate) fn new(state: Arc<State>, out: Sink) -> Arc<Self> {
         Arc::new(Conn {
             state,
             out,
@@ -61,32 +62,32 @@ impl Conn {
     }
 
     /// The writer's channel.
-    pub fn sink(&self) -> &Sink {
+    pub(crate) fn sink(&self) -> &Sink {
         &self.out
     }
 
     /// The revision `initialize` negotiated.
-    pub fn revision(&self) -> Option<Revision> {
+    pub(crate) fn revision(&self) -> Option<Revision> {
         self.revision.get().copied()
     }
 
     /// The session's cancellable calls (cancel them all when the output is gone).
-    pub fn inflight(&self) -> &Arc<InFlight> {
+    pub(crate) fn inflight(&self) -> &Arc<InFlight> {
         &self.inflight
     }
 
     /// Calls running on their own tasks.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.inflight.len()
     }
 
     /// Completes once no call is running.
-    pub async fn idle(&self) {
+    pub(crate) async fn idle(&self) {
         self.inflight.idle().await;
     }
 
     /// The connection is gone: stop every call (their responses would have nowhere to go).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.inflight.cancel_all();
     }
 
@@ -100,7 +101,7 @@ impl Conn {
     }
 
     /// Handles one frame (a line, a text frame, a POST body).
-    pub fn receive(self: &Arc<Self>, frame: Bytes) -> Received {
+    pub(crate) fn receive(self: &Arc<Self>, frame: Bytes) -> Received {
         if is_batch(&frame) {
             return self.batch(frame);
         }

@@ -1,20 +1,20 @@
 //! Transport-independent handling of JSON-RPC messages by the reference server.
 //!
 //! Every transport (Streamable HTTP, legacy HTTP+SSE, WebSocket, stdio) reads a frame, calls
-//! [`parse`] (envelope only: id, method and params stay raw) and [`Params::parse`], then:
+//! `wire::parse` (envelope only: id, method and params stay raw) and `Params::parse`, then:
 //!
 //! - [`State::begin`] answers every request that completes at once (ping, tools/list,
 //!   server/discover, errors) or returns the [`ToolCall`] to run;
 //! - [`State::run`] runs a tool call; a `progress` call with a `progressToken` sends its
-//!   `notifications/progress` to the transport's [`Sink`] before it returns the response bytes,
+//!   `notifications/progress` to the transport's `Sink` before it returns the response bytes,
 //!   so the transport writes them in order and nothing follows the response;
 //! - [`State::prepare`] / [`State::finish`] wrap the two for sessions that honour
-//!   `notifications/cancelled` (the call is registered in the session's [`InFlight`] map);
+//!   `notifications/cancelled` (the call is registered in the session's `InFlight` map);
 //! - [`State::prepare_batch`] / [`State::finish_batch`] do the same for a 2025-03-26 batch.
 //!
 //! Results are written straight to bytes (no JSON tree for the envelope); 2026-07-28 results get
 //! `resultType` and `_meta` serverInfo appended, and the 2026-07-28 `_meta` checks live in
-//! [`check_modern`].
+//! `wire::check_modern`.
 //!
 //! With `Config::conformance`, methods outside the benchmark set (prompts, resources,
 //! completions, `logging/setLevel`) and the fixture tools are answered by `fixtures`; the
@@ -22,275 +22,26 @@
 
 use std::borrow::Cow;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 
 use bytes::Bytes;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
 use super::State;
-use super::cancel::{InFlight, Ticket};
-use super::fixtures::{self, CallContext};
-use super::peer::{ClientCaps, ClientState};
-use super::tools::{self, Progress, ToolKind};
+use super::cancel::Ticket;
+use super::context::{Io, Peer};
+use super::fixtures::{self, CallContext, Fixture};
+use super::peer::ClientCaps;
+use super::tools::{Progress, ToolKind};
+use super::wire::{
+    Kind, Message, Params, Refusal, Rejection, error_body, parse, rejection_body, sub, valid_id,
+    write_error, write_result,
+};
 use crate::protocol::jsonrpc::{code, write_json_str};
 use crate::protocol::version::Revision;
-
-/// Where a request's notifications go: the transport frames and writes each message (compact
-/// JSON, no newline) before the response it later receives on the same path.
-pub type Sink = mpsc::Sender<Bytes>;
-
-/// The only revision of the stateless era this server speaks.
-pub const MODERN: Revision = Revision::V2026_07_28;
-
-/// `serverInfo` of this server.
-pub const SERVER_INFO: &str = concat!(
-    r#"{"name":"mcpbench-reference","title":"mcpbench reference server","version":""#,
-    env!("CARGO_PKG_VERSION"),
-    r#""}"#
-);
-
-/// Appended to every 2026-07-28 result object (before its closing brace).
-pub const MODERN_RESULT_TAIL: &str = concat!(
-    r#","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpbench-reference","title":"mcpbench reference server","version":""#,
-    env!("CARGO_PKG_VERSION"),
-    r#""}}"#
-);
-
-/// How long 2026-07-28 clients may cache `server/discover` and `tools/list` results.
-pub const TTL_MS: u64 = 300_000;
-
-pub(super) const INSTRUCTIONS: &str = "Reference MCP server of mcpbench: tools echo, sleep, payload, fail, cpu, progress, REST-backed search-contacts, get-invoice, create-ticket.";
-
-/// The `server/discover` result (2026-07-28).
-const DISCOVER: &str = concat!(
-    r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"mcpbench-reference","title":"mcpbench reference server","version":""#,
-    env!("CARGO_PKG_VERSION"),
-    r#""},"instructions":"Reference MCP server of mcpbench: tools echo, sleep, payload, fail, cpu, progress, REST-backed search-contacts, get-invoice, create-ticket.","ttlMs":300000,"cacheScope":"public","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpbench-reference","title":"mcpbench reference server","version":""#,
-    env!("CARGO_PKG_VERSION"),
-    r#""}}}"#
-);
-
-/// One received message, envelope only.
-#[derive(Debug, Deserialize)]
-pub struct Message<'a> {
-    #[serde(default)]
-    pub jsonrpc: Option<Cow<'a, str>>,
-    /// `Some` when the key is present (even as `null`).
-    #[serde(borrow, default, deserialize_with = "present")]
-    pub id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub error: Option<&'a RawValue>,
-}
-
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-/// What kind of message arrived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind<'a> {
-    /// A request; `id` is its raw JSON id text.
-    Request {
-        id: &'a str,
-    },
-    Notification,
-    /// A response from the client (to a server request).
-    Response,
-}
-
-/// A message that cannot be handled, with the JSON-RPC error to answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
-    /// Raw id if it could be read.
-    pub id: Option<String>,
-    pub code: i64,
-    pub message: &'static str,
-}
-
-/// Parses one message (not a batch): `-32700` if it is not JSON, `-32600` if it is JSON but
-/// not an object of the envelope's shape.
-pub fn parse(body: &[u8]) -> Result<Message<'_>, Rejection> {
-    serde_json::from_slice::<Message<'_>>(body).map_err(|_| {
-        if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
-            Rejection {
-                id: None,
-                code: code::INVALID_REQUEST,
-                message: "Invalid Request",
-            }
-        } else {
-            Rejection {
-                id: None,
-                code: code::PARSE_ERROR,
-                message: "Parse error",
-            }
-        }
-    })
-}
-
-/// True when the first non-blank byte opens an array (a JSON-RPC batch).
-pub fn is_batch(body: &[u8]) -> bool {
-    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
-}
-
-/// A string or integer id (the only kinds JSON-RPC allows; also progress tokens).
-pub fn valid_id(raw: &str) -> bool {
-    let b = raw.as_bytes();
-    match b.first() {
-        Some(b'"') => true,
-        Some(b'-' | b'0'..=b'9') => !b.iter().any(|c| matches!(c, b'.' | b'e' | b'E')),
-        _ => false,
-    }
-}
-
-impl<'a> Message<'a> {
-    /// Classifies the message, or says why it is not valid JSON-RPC.
-    pub fn kind(&self) -> Result<Kind<'a>, Rejection> {
-        let id = self.id.map(RawValue::get);
-        let invalid = |message| Rejection {
-            id: id.filter(|i| valid_id(i)).map(str::to_string),
-            code: code::INVALID_REQUEST,
-            message,
-        };
-        if self.jsonrpc.as_deref() != Some("2.0") {
-            return Err(invalid("Invalid Request: jsonrpc must be \"2.0\""));
-        }
-        match (&self.method, id) {
-            (Some(_), Some(id)) if valid_id(id) => Ok(Kind::Request { id }),
-            (Some(_), Some(_)) => Err(invalid(
-                "Invalid Request: id must be a string or an integer",
-            )),
-            (Some(_), None) => Ok(Kind::Notification),
-            (None, Some(_)) if self.result.is_some() != self.error.is_some() => Ok(Kind::Response),
-            _ => Err(invalid("Invalid Request")),
-        }
-    }
-}
-
-/// The `params` fields any method of this server reads, parsed once per message.
-#[derive(Debug, Default, Deserialize)]
-pub struct Params<'a> {
-    #[serde(borrow, default)]
-    pub name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub arguments: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub cursor: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub uri: Option<Cow<'a, str>>,
-    /// `notifications/cancelled`.
-    #[serde(rename = "requestId", borrow, default)]
-    pub request_id: Option<&'a RawValue>,
-    #[serde(rename = "_meta", borrow, default)]
-    pub meta: Option<Meta<'a>>,
-}
-
-/// `params._meta`.
-#[derive(Debug, Default, Deserialize)]
-pub struct Meta<'a> {
-    #[serde(rename = "progressToken", borrow, default)]
-    pub progress_token: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    pub protocol_version: Option<Cow<'a, str>>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
-    pub client_capabilities: Option<&'a RawValue>,
-}
-
-impl<'a> Params<'a> {
-    /// Absent params parse as empty; `None` means they were not an object of the right shape.
-    pub fn parse(raw: Option<&'a RawValue>) -> Option<Params<'a>> {
-        match raw {
-            None => Some(Params::default()),
-            Some(r) => serde_json::from_str(r.get()).ok(),
-        }
-    }
-
-    /// `_meta["io.modelcontextprotocol/protocolVersion"]`: the mark of a 2026-07-28 request.
-    pub fn modern_version(&self) -> Option<&str> {
-        self.meta.as_ref()?.protocol_version.as_deref()
-    }
-
-    fn progress_token(&self) -> Option<&'a RawValue> {
-        self.meta.as_ref()?.progress_token
-    }
-}
-
-/// Writes a result response.
-pub fn write_result(out: &mut Vec<u8>, id: &str, result: &[u8]) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(id.as_bytes());
-    out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result);
-    out.push(b'}');
-}
-
-/// Writes an error response (`id: null` when the id is unknown); `data` is raw JSON.
-pub fn write_error(
-    out: &mut Vec<u8>,
-    id: Option<&str>,
-    code: i64,
-    message: &str,
-    data: Option<&[u8]>,
-) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(id.unwrap_or("null").as_bytes());
-    out.extend_from_slice(br#","error":{"code":"#);
-    out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
-    out.extend_from_slice(br#","message":"#);
-    write_json_str(out, message);
-    if let Some(d) = data {
-        out.extend_from_slice(br#","data":"#);
-        out.extend_from_slice(d);
-    }
-    out.extend_from_slice(b"}}");
-}
-
-/// An error response as bytes.
-pub fn error_body(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96 + message.len());
-    write_error(&mut out, id, code, message, None);
-    out
-}
-
-/// A rejection as response bytes.
-pub fn rejection_body(r: &Rejection) -> Vec<u8> {
-    error_body(r.id.as_deref(), r.code, r.message)
-}
-
-/// Responses of a batch as one JSON array.
-pub fn write_array(responses: &[Vec<u8>]) -> Vec<u8> {
-    let len = responses.iter().map(|r| r.len() + 1).sum::<usize>() + 2;
-    let mut out = Vec::with_capacity(len);
-    out.push(b'[');
-    for (i, r) in responses.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(r);
-    }
-    out.push(b']');
-    out
-}
-
-/// `s` (which points into `frame`) as a zero-copy slice of `frame`; copied if it does not.
-pub fn sub(frame: &Bytes, s: &str) -> Bytes {
-    let start = (s.as_ptr() as usize).wrapping_sub(frame.as_ptr() as usize);
-    if start <= frame.len() && s.len() <= frame.len() - start {
-        frame.slice(start..start + s.len())
-    } else {
-        Bytes::copy_from_slice(s.as_bytes())
-    }
-}
 
 #[derive(Deserialize)]
 struct InitializeParams<'a> {
@@ -301,7 +52,7 @@ struct InitializeParams<'a> {
 }
 
 /// The revision to answer an `initialize` with: the client's if supported, else our latest.
-pub fn negotiate(requested: &str) -> Revision {
+pub(crate) fn negotiate(requested: &str) -> Revision {
     match requested.parse::<Revision>() {
         Ok(r) if r.has_handshake() => r,
         _ => Revision::LATEST_HANDSHAKE,
@@ -310,82 +61,13 @@ pub fn negotiate(requested: &str) -> Revision {
 
 /// Methods of the 2026-07-28 era the benchmark server implements; others are 404 + `-32601`
 /// on HTTP (see [`State::is_modern_method`] for the conformance fixtures' additions).
-pub fn is_modern_method(method: &str) -> bool {
+pub(crate) fn is_modern_method(method: &str) -> bool {
     matches!(method, "server/discover" | "tools/list" | "tools/call")
-}
-
-/// A 2026-07-28 request refused before dispatch (mcp-protocol.md §2.6, §3.4).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: i64,
-    pub message: &'static str,
-    /// Raw JSON `data`.
-    pub data: Option<Vec<u8>>,
-}
-
-impl Refusal {
-    pub fn new(code: i64, message: &'static str) -> Self {
-        Refusal {
-            code,
-            message,
-            data: None,
-        }
-    }
-
-    /// The error response to request `id`.
-    pub fn body(&self, id: Option<&str>) -> Vec<u8> {
-        let mut out = Vec::with_capacity(160);
-        write_error(&mut out, id, self.code, self.message, self.data.as_deref());
-        out
-    }
-
-    /// The HTTP status the Streamable HTTP transport answers with.
-    pub fn http_status(&self) -> u16 {
-        if self.code == code::METHOD_NOT_FOUND {
-            404
-        } else {
-            400
-        }
-    }
-}
-
-/// Checks the `_meta` every 2026-07-28 request must carry: protocol version (supported) and
-/// client capabilities (an object).
-pub fn check_modern(params: Option<&Params<'_>>) -> Result<(), Refusal> {
-    let meta = params.and_then(|p| p.meta.as_ref());
-    let version = meta.and_then(|m| m.protocol_version.as_deref());
-    let caps = meta.and_then(|m| m.client_capabilities);
-    let (Some(version), Some(caps)) = (version, caps) else {
-        return Err(Refusal::new(
-            code::INVALID_PARAMS,
-            "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
-        ));
-    };
-    if !caps.get().starts_with('{') {
-        return Err(Refusal::new(
-            code::INVALID_PARAMS,
-            "Invalid params: _meta io.modelcontextprotocol/clientCapabilities must be an object",
-        ));
-    }
-    if version != MODERN.as_str() {
-        let mut data = Vec::with_capacity(64 + version.len());
-        data.extend_from_slice(br#"{"supported":[""#);
-        data.extend_from_slice(MODERN.as_str().as_bytes());
-        data.extend_from_slice(br#""],"requested":"#);
-        write_json_str(&mut data, version);
-        data.push(b'}');
-        return Err(Refusal {
-            code: code::UNSUPPORTED_VERSION,
-            message: "Unsupported protocol version",
-            data: Some(data),
-        });
-    }
-    Ok(())
 }
 
 /// A `tools/call` ready to run: every part is a slice of the received frame.
 #[derive(Debug, Clone)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// Index in the registry.
     pub tool: usize,
     /// Raw JSON `arguments`.
@@ -399,30 +81,9 @@ pub struct ToolCall {
     pub fixture: Option<CallContext>,
 }
 
-/// Where a running call's output goes besides its response.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Io<'a> {
-    /// Notifications (and server requests) before the response.
-    pub sink: Option<&'a Sink>,
-    /// The session's in-flight table, through which server requests get their answers.
-    pub session: Option<&'a Arc<InFlight>>,
-    /// The sink is an SSE stream that can be parked and resumed (SEP-1699).
-    pub resumable: bool,
-}
-
-impl<'a> Io<'a> {
-    /// Output to `sink` only.
-    pub fn sink(sink: &'a Sink) -> Self {
-        Io {
-            sink: Some(sink),
-            ..Io::default()
-        }
-    }
-}
-
 /// What [`State::begin`] decided.
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     /// The complete response.
     Done(Vec<u8>),
     /// A tool call to [`State::run`].
@@ -434,7 +95,7 @@ pub enum Step {
 
 /// A request of a session, answered or registered for running.
 #[derive(Debug)]
-pub enum Pending {
+pub(crate) enum Pending {
     Ready(Vec<u8>),
     Call {
         /// Raw JSON id.
@@ -446,27 +107,18 @@ pub enum Pending {
 }
 
 impl Pending {
-    pub fn streams(&self) -> bool {
+    pub(crate) fn streams(&self) -> bool {
         matches!(self, Pending::Call { call, .. } if call.streams)
     }
 
     /// The call may park its SSE stream (a conformance fixture, SEP-1699).
-    pub fn parks(&self) -> bool {
+    pub(crate) fn parks(&self) -> bool {
         matches!(self, Pending::Call { call, .. } if call.fixture.as_ref().is_some_and(|f| f.parks))
     }
 }
 
-/// The per-session state that notifications and batches touch.
-#[derive(Debug, Clone, Copy)]
-pub struct Peer<'a> {
-    pub rev: Revision,
-    pub initialized: &'a AtomicBool,
-    pub inflight: &'a Arc<InFlight>,
-    pub client: &'a ClientState,
-}
-
 /// Acts on a client notification: `initialized` and `cancelled`; others are ignored.
-pub fn on_notification(peer: &Peer<'_>, method: &str, params: Option<&Params<'_>>) {
+pub(crate) fn on_notification(peer: &Peer<'_>, method: &str, params: Option<&Params<'_>>) {
     match method {
         "notifications/initialized" => peer.initialized.store(true, Ordering::Relaxed),
         "notifications/cancelled" => {
@@ -481,7 +133,7 @@ pub fn on_notification(peer: &Peer<'_>, method: &str, params: Option<&Params<'_>
 
 /// Hands a client's response (to a server request: sampling, elicitation) to the call waiting
 /// for it; `frame` is the response message. Responses nobody waits for are dropped.
-pub fn on_response(peer: &Peer<'_>, msg: &Message<'_>, frame: &Bytes) {
+pub(crate) fn on_response(peer: &Peer<'_>, msg: &Message<'_>, frame: &Bytes) {
     if let Some(id) = msg.id {
         peer.inflight.answer(id.get(), frame.clone());
     }
@@ -489,7 +141,7 @@ pub fn on_response(peer: &Peer<'_>, msg: &Message<'_>, frame: &Bytes) {
 
 /// Counts one tool call in progress (see [`State::busy`]).
 #[derive(Debug)]
-pub struct Busy<'a>(&'a AtomicUsize);
+pub(crate) struct Busy<'a>(&'a AtomicUsize);
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
@@ -500,7 +152,7 @@ impl Drop for Busy<'_> {
 impl State {
     /// Answers `initialize`: the negotiated revision with the client's declared capabilities,
     /// and the response bytes.
-    pub fn initialize(
+    pub(crate) fn initialize(
         &self,
         id: &str,
         params: Option<&RawValue>,
@@ -540,7 +192,7 @@ impl State {
         result.extend_from_slice(br#""version":""#);
         result.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
         result.extend_from_slice(br#""},"instructions":"#);
-        write_json_str(&mut result, INSTRUCTIONS);
+        write_json_str(&mut result, &self.instructions);
         result.push(b'}');
         write_result(&mut out, id, &result);
         (Some((rev, caps)), out)
@@ -548,7 +200,7 @@ impl State {
 
     /// Methods of 2026-07-28 this server answers (the conformance fixtures add prompts,
     /// resources and completions).
-    pub fn is_modern_method(&self, method: &str) -> bool {
+    pub(crate) fn is_modern_method(&self, method: &str) -> bool {
         is_modern_method(method)
             || (self.config.conformance && fixtures::MODERN_METHODS.contains(&method))
     }
@@ -556,7 +208,7 @@ impl State {
     /// Handles a request other than `initialize` under revision `rev` (2026-07-28: already
     /// past [`check_modern`]). `frame` is the message (the buffer it was parsed from); `peer`
     /// its session, if it has one.
-    pub fn begin(
+    pub(crate) fn begin(
         &self,
         rev: Revision,
         id: &str,
@@ -572,11 +224,7 @@ impl State {
         };
         match method {
             "ping" if !modern => write_result(&mut out, id, b"{}"),
-            "server/discover" if modern => write_result(
-                &mut out,
-                id,
-                self.discover.as_deref().unwrap_or(DISCOVER.as_bytes()),
-            ),
+            "server/discover" if modern => write_result(&mut out, id, &self.discover),
             "tools/list" => match params {
                 None => invalid("Invalid params"),
                 Some(p) => match self.registry.page(rev, p.cursor.as_deref()) {
@@ -589,10 +237,7 @@ impl State {
                     invalid("Invalid params: tools/call needs a name");
                     return Step::Done(out);
                 };
-                let found = self.registry.find(name).filter(|(_, t)| match t.kind {
-                    ToolKind::Fixture(f) => f.available(rev),
-                    _ => true,
-                });
+                let found = self.registry.find(name).filter(|(_, t)| t.available(rev));
                 let Some((index, tool)) = found else {
                     invalid(&format!("Unknown tool: {name}"));
                     return Step::Done(out);
@@ -607,9 +252,9 @@ impl State {
                         return Step::Done(out);
                     }
                 };
-                let (streams, fixture) = match tool.kind {
-                    ToolKind::Progress => (progress.is_some(), None),
-                    ToolKind::Fixture(f) => {
+                let (streams, fixture) = match (tool.kind, fixture_of(tool.kind)) {
+                    (ToolKind::Progress, _) => (progress.is_some(), None),
+                    (_, Some(f)) => {
                         let ctx = CallContext::new(f, rev, frame, peer, params);
                         if modern && let Some(r) = f.refusal(&ctx) {
                             return Step::Refused(r);
@@ -654,7 +299,13 @@ impl State {
 
     /// Runs a tool call: progress notifications (if any) go to `io.sink`, the response is
     /// returned.
-    pub async fn run(&self, rev: Revision, id: &str, call: &ToolCall, io: Io<'_>) -> Vec<u8> {
+    pub(crate) async fn run(
+        &self,
+        rev: Revision,
+        id: &str,
+        call: &ToolCall,
+        io: Io<'_>,
+    ) -> Vec<u8> {
         let Some(tool) = self.registry.tool(call.tool) else {
             return error_body(Some(id), code::INTERNAL_ERROR, "Internal error");
         };
@@ -663,9 +314,9 @@ impl State {
             Some(a) => serde_json::from_slice(a).unwrap_or(Value::Null),
             None => Value::Object(Default::default()),
         };
-        if let (ToolKind::Fixture(f), Some(ctx)) = (tool.kind, &call.fixture) {
+        if let (Some(f), Some(ctx)) = (fixture_of(tool.kind), &call.fixture) {
             let progress = call.progress.as_deref();
-            let result = fixtures::call(f, rev, &args, ctx, progress, io).await;
+            let result = fixtures::call(tool, f, rev, &args, ctx, progress, io).await;
             let mut out = Vec::with_capacity(result.len() + 48);
             write_result(&mut out, id, &result);
             return out;
@@ -674,7 +325,7 @@ impl State {
             (Some(sink), Some(token)) => Some(Progress { token, sink }),
             _ => None,
         };
-        let output = tools::call(tool, &args, self.backend.as_ref(), progress).await;
+        let output = super::tools::call(tool, &args, self.backend.as_ref(), progress).await;
         let mut out = Vec::with_capacity(output.text.len() + 96);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         out.extend_from_slice(id.as_bytes());
@@ -684,32 +335,8 @@ impl State {
         out
     }
 
-    /// [`begin`](Self::begin) and [`run`](Self::run) in one, for callers that neither cancel
-    /// nor stream and have no session.
-    pub async fn handle(
-        &self,
-        rev: Revision,
-        id: &str,
-        method: &str,
-        params: Option<&Params<'_>>,
-        frame: &Bytes,
-        sink: Option<&Sink>,
-    ) -> Vec<u8> {
-        match self.begin(rev, id, method, params, frame, None) {
-            Step::Done(out) => out,
-            Step::Refused(r) => r.body(Some(id)),
-            Step::Call(call) => {
-                let io = Io {
-                    sink,
-                    ..Io::default()
-                };
-                self.run(rev, id, &call, io).await
-            }
-        }
-    }
-
     /// Begins a request of a session; a tool call is registered so it can be cancelled.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         peer: &Peer<'_>,
         rev: Revision,
@@ -732,7 +359,7 @@ impl State {
 
     /// Completes a prepared request: its response, or `None` if it was cancelled. `io.session`
     /// is filled in from the request's registration.
-    pub async fn finish(&self, pending: Pending, io: Io<'_>) -> Option<Vec<u8>> {
+    pub(crate) async fn finish(&self, pending: Pending, io: Io<'_>) -> Option<Vec<u8>> {
         match pending {
             Pending::Ready(out) => Some(out),
             Pending::Call {
@@ -757,7 +384,11 @@ impl State {
 
     /// Reads a JSON-RPC batch of a session: notifications take effect, requests are answered or
     /// registered. Only 2025-03-26 sessions accept batches, and `initialize` is never batched.
-    pub fn prepare_batch(&self, peer: &Peer<'_>, frame: &Bytes) -> Result<Vec<Pending>, Rejection> {
+    pub(crate) fn prepare_batch(
+        &self,
+        peer: &Peer<'_>,
+        frame: &Bytes,
+    ) -> Result<Vec<Pending>, Rejection> {
         if peer.rev != Revision::V2025_03_26 {
             return Err(Rejection {
                 id: None,
@@ -810,7 +441,7 @@ impl State {
     }
 
     /// Runs a prepared batch concurrently; responses in request order, cancelled ones left out.
-    pub async fn finish_batch(&self, items: Vec<Pending>, io: Io<'_>) -> Vec<Vec<u8>> {
+    pub(crate) async fn finish_batch(&self, items: Vec<Pending>, io: Io<'_>) -> Vec<Vec<u8>> {
         join_all(items.into_iter().map(|p| self.finish(p, io)).collect())
             .await
             .into_iter()
@@ -822,7 +453,7 @@ impl State {
     /// start of the call until its response is handed to their writer (or the call is
     /// cancelled), so [`active_calls`](Self::active_calls) reaching zero means no call is
     /// running and every finished call's response is already queued.
-    pub fn busy(&self) -> Busy<'_> {
+    pub(crate) fn busy(&self) -> Busy<'_> {
         self.active.fetch_add(1, Ordering::Relaxed);
         Busy(&self.active)
     }
@@ -830,6 +461,14 @@ impl State {
     /// Tool calls in progress, on every transport (see [`busy`](Self::busy)).
     pub fn active_calls(&self) -> usize {
         self.active.load(Ordering::Relaxed)
+    }
+}
+
+/// The conformance fixture a tool runs, if it is one.
+fn fixture_of(kind: ToolKind) -> Option<Fixture> {
+    match kind {
+        ToolKind::Fixture(i) => Fixture::from_index(i),
+        _ => None,
     }
 }
 
@@ -862,108 +501,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classifies_messages() {
-        fn k(s: &str) -> Result<Kind<'_>, Rejection> {
-            parse(s.as_bytes()).and_then(|m| m.kind())
-        }
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Ok(Kind::Request { id: "1" })
-        );
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
-            Ok(Kind::Request { id: "\"a\"" })
-        );
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Ok(Kind::Notification)
-        );
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            Ok(Kind::Response)
-        );
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)
-                .unwrap_err()
-                .code,
-            code::INVALID_REQUEST
-        );
-        assert_eq!(
-            k(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)
-                .unwrap_err()
-                .code,
-            code::INVALID_REQUEST
-        );
-        assert_eq!(
-            k(r#"{"id":1,"method":"x"}"#).unwrap_err().id.as_deref(),
-            Some("1")
-        );
-        assert_eq!(k("{oops").unwrap_err().code, code::PARSE_ERROR);
-        assert_eq!(k("[1]").unwrap_err().code, code::INVALID_REQUEST);
-        assert_eq!(k("1").unwrap_err().code, code::INVALID_REQUEST);
+    fn negotiates_the_clients_revision_or_the_latest() {
         assert_eq!(negotiate("2025-06-18"), Revision::V2025_06_18);
         assert_eq!(negotiate("2099-01-01"), Revision::V2025_11_25);
         assert_eq!(negotiate("2026-07-28"), Revision::V2025_11_25);
-    }
-
-    #[test]
-    fn constants_are_json_and_agree() {
-        let info: Value = serde_json::from_str(SERVER_INFO).unwrap();
-        let discover: Value = serde_json::from_str(DISCOVER).unwrap();
-        assert_eq!(discover["serverInfo"], info);
-        assert_eq!(
-            discover["_meta"]["io.modelcontextprotocol/serverInfo"],
-            info
-        );
-        assert_eq!(discover["ttlMs"], TTL_MS);
-        assert_eq!(discover["instructions"], INSTRUCTIONS);
-        let tail: Value =
-            serde_json::from_str(&format!("{{\"a\":1{MODERN_RESULT_TAIL}}}")).unwrap();
-        assert_eq!(tail["_meta"]["io.modelcontextprotocol/serverInfo"], info);
-        assert_eq!(tail["resultType"], "complete");
-    }
-
-    #[test]
-    fn params_and_modern_checks() {
-        fn raw(s: &str) -> &RawValue {
-            serde_json::from_str(s).unwrap()
-        }
-        let p = raw(
-            r#"{"name":"echo","_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
-        );
-        let p = Params::parse(Some(p)).unwrap();
-        assert_eq!(p.modern_version(), Some("2026-07-28"));
-        assert_eq!(p.progress_token().unwrap().get(), "\"t\"");
-        assert!(check_modern(Some(&p)).is_ok());
-        let missing = Params::parse(Some(raw(
-            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-        )))
-        .unwrap();
-        assert_eq!(
-            check_modern(Some(&missing)).unwrap_err().code,
-            code::INVALID_PARAMS
-        );
-        let old = Params::parse(Some(raw(
-            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}"#,
-        )))
-        .unwrap();
-        let r = check_modern(Some(&old)).unwrap_err();
-        assert_eq!(r.code, code::UNSUPPORTED_VERSION);
-        let data: Value = serde_json::from_slice(r.data.as_deref().unwrap()).unwrap();
-        assert_eq!(
-            data,
-            serde_json::json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
-        );
-        assert!(Params::parse(Some(raw("[1]"))).is_none());
-    }
-
-    #[test]
-    fn sub_slices_without_copying() {
-        let frame = Bytes::from_static(b"{\"id\":42}");
-        let text = std::str::from_utf8(&frame).unwrap();
-        let s = sub(&frame, &text[6..8]);
-        assert_eq!(&s[..], b"42");
-        assert_eq!(s.as_ptr(), frame[6..].as_ptr());
-        assert_eq!(&sub(&frame, "elsewhere")[..], b"elsewhere");
     }
 }

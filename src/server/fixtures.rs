@@ -20,23 +20,21 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::body::PARK;
-use super::dispatch::{
-    Io, MODERN, Params, Peer, Refusal, SERVER_INFO, TTL_MS, write_error, write_result,
-};
+use super::context::{Io, Peer};
 use super::peer::{ClientCaps, LogLevel};
-use super::schema;
 use super::tools::{Tool, ToolKind};
+use super::wire::{Params, Refusal, result_json, write_error, write_result};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
 /// A 1×1 red PNG, base64.
-pub const IMAGE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub(crate) const IMAGE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// A minimal WAV file (one silent sample), base64.
-pub const AUDIO_WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+pub(crate) const AUDIO_WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
 /// Handshake era: resource not found (2026-07-28 retired it for `-32602`).
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
+pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// `logger` of the log notifications the fixtures send.
 const LOGGER: &str = "mcpbench-reference";
@@ -48,7 +46,7 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(30);
 const STEP: Duration = Duration::from_millis(50);
 
 /// Methods beyond the benchmark set that the fixtures answer in 2026-07-28.
-pub const MODERN_METHODS: &[&str] = &[
+pub(crate) const MODERN_METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "resources/list",
@@ -59,7 +57,7 @@ pub const MODERN_METHODS: &[&str] = &[
 
 /// A conformance fixture tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fixture {
+pub(crate) enum Fixture {
     SimpleText,
     Image,
     Audio,
@@ -111,7 +109,7 @@ fn no_args() -> Value {
 }
 
 impl Fixture {
-    pub const ALL: [Fixture; 14] = [
+    pub(crate) const ALL: [Fixture; 14] = [
         Fixture::SimpleText,
         Fixture::Image,
         Fixture::Audio,
@@ -128,7 +126,7 @@ impl Fixture {
         Fixture::Reconnection,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Fixture::SimpleText => "test_simple_text",
             Fixture::Image => "test_image_content",
@@ -230,33 +228,36 @@ impl Fixture {
         }
     }
 
-    /// The tool definition.
-    pub fn tool(self) -> Tool {
-        let (title, description) = self.title_and_description();
-        Tool {
-            name: self.name().into(),
-            title: title.into(),
-            description: description.into(),
-            input_schema: self.input_schema(),
-            kind: ToolKind::Fixture(self),
-            read_only: true,
-            open_world: self.need().is_some(),
-        }
+    /// The fixture a catalog entry of kind `ToolKind::Fixture(index)` runs.
+    pub(crate) fn from_index(index: usize) -> Option<Fixture> {
+        Fixture::ALL.get(index).copied()
     }
 
-    /// Whether a session of revision `rev` lists and calls this tool: audio content exists
-    /// from 2025-03-26, elicitation from 2025-06-18, SEP-1034/1330 forms from 2025-11-25, and
-    /// SSE polling (SEP-1699) only in 2025-11-25.
-    pub fn available(self, rev: Revision) -> bool {
-        match self {
-            Fixture::Audio => rev >= Revision::V2025_03_26,
-            Fixture::Elicitation => rev >= Revision::V2025_06_18,
+    /// The tool definition. Audio content exists from 2025-03-26, elicitation from 2025-06-18,
+    /// SEP-1034/1330 forms from 2025-11-25, and SSE polling (SEP-1699) only in 2025-11-25:
+    /// sessions of other revisions neither list nor call those.
+    pub(crate) fn tool(self) -> Tool {
+        let (title, description) = self.title_and_description();
+        let index = Fixture::ALL.iter().position(|f| *f == self).unwrap_or(0);
+        let revisions = match self {
+            Fixture::Audio => Revision::V2025_03_26..=Revision::V2026_07_28,
+            Fixture::Elicitation => Revision::V2025_06_18..=Revision::V2026_07_28,
             Fixture::ElicitationDefaults | Fixture::ElicitationEnums => {
-                rev >= Revision::V2025_11_25
+                Revision::V2025_11_25..=Revision::V2026_07_28
             }
-            Fixture::Reconnection => rev == Revision::V2025_11_25,
-            _ => true,
-        }
+            Fixture::Reconnection => Revision::V2025_11_25..=Revision::V2025_11_25,
+            _ => Revision::V2024_11_05..=Revision::V2026_07_28,
+        };
+        let mut tool = Tool::new(
+            self.name(),
+            title,
+            description,
+            self.input_schema(),
+            ToolKind::Fixture(index),
+        );
+        tool.open_world = self.need().is_some();
+        tool.revisions = revisions;
+        tool
     }
 
     fn need(self) -> Option<Need> {
@@ -271,7 +272,7 @@ impl Fixture {
 
     /// Whether the call sends messages before its response, so an HTTP transport must answer
     /// with a stream.
-    pub fn streams(self, rev: Revision, ctx: &CallContext, progress: bool) -> bool {
+    pub(crate) fn streams(self, rev: Revision, ctx: &CallContext, progress: bool) -> bool {
         match self {
             Fixture::Logging => ctx.log_level.is_some(),
             Fixture::Progress => progress,
@@ -289,7 +290,7 @@ impl Fixture {
 
     /// 2026-07-28: a call the client cannot complete because it lacks a capability is refused
     /// up front (`-32021`, HTTP 400).
-    pub fn refusal(self, ctx: &CallContext) -> Option<Refusal> {
+    pub(crate) fn refusal(self, ctx: &CallContext) -> Option<Refusal> {
         let need = self.need()?;
         if ctx.caps.contains(need.cap()) {
             return None;
@@ -308,7 +309,7 @@ impl Fixture {
 
 /// What a fixture call knows about its request and its client, captured when it begins.
 #[derive(Debug, Clone)]
-pub struct CallContext {
+pub(crate) struct CallContext {
     /// The request message (re-read for `_meta` and 2026-07-28 `inputResponses`).
     pub request: Bytes,
     pub caps: ClientCaps,
@@ -320,7 +321,7 @@ pub struct CallContext {
 
 impl CallContext {
     /// `request` is the message frame; `peer` the session (handshake era).
-    pub fn new(
+    pub(crate) fn new(
         f: Fixture,
         rev: Revision,
         request: &Bytes,
@@ -355,29 +356,6 @@ fn request_json(frame: &[u8]) -> Value {
     serde_json::from_slice(frame).unwrap_or(Value::Null)
 }
 
-fn server_info() -> Value {
-    serde_json::from_str(SERVER_INFO).unwrap_or(Value::Null)
-}
-
-/// A result object as bytes, with the 2026-07-28 additions (`resultType`, `_meta` serverInfo,
-/// and for cacheable results `ttlMs` + `cacheScope`).
-fn result_bytes(mut v: Value, rev: Revision, cacheable: bool) -> Vec<u8> {
-    if !rev.has_handshake()
-        && let Some(o) = v.as_object_mut()
-    {
-        if cacheable {
-            o.insert("ttlMs".into(), json!(TTL_MS));
-            o.insert("cacheScope".into(), json!("public"));
-        }
-        o.entry("resultType").or_insert(json!("complete"));
-        o.insert(
-            "_meta".into(),
-            json!({"io.modelcontextprotocol/serverInfo": server_info()}),
-        );
-    }
-    serde_json::to_vec(&v).unwrap_or_default()
-}
-
 fn text_block(text: impl Into<String>) -> Value {
     json!({"type": "text", "text": text.into()})
 }
@@ -387,7 +365,7 @@ fn image_block() -> Value {
 }
 
 fn tool_result(content: Vec<Value>, is_error: bool, rev: Revision) -> Vec<u8> {
-    result_bytes(json!({"content": content, "isError": is_error}), rev, false)
+    result_json(json!({"content": content, "isError": is_error}), rev, false)
 }
 
 fn tool_error(text: impl Into<String>, rev: Revision) -> Vec<u8> {
@@ -581,7 +559,8 @@ async fn ask(io: Io<'_>, method: &str, params: Value) -> Result<Value, String> {
 
 /// Runs a fixture tool; returns the `result` object (a `CallToolResult`, or in 2026-07-28
 /// possibly an `InputRequiredResult`).
-pub async fn call(
+pub(crate) async fn call(
+    tool: &Tool,
     f: Fixture,
     rev: Revision,
     args: &Value,
@@ -589,8 +568,7 @@ pub async fn call(
     progress: Option<&[u8]>,
     io: Io<'_>,
 ) -> Vec<u8> {
-    let tool = f.tool();
-    if let Err(msg) = schema::validate(&tool.input_schema, args) {
+    if let Err(msg) = tool.check_arguments(args) {
         return tool_error(
             format!("invalid arguments for tool `{}`: {msg}", tool.name),
             rev,
@@ -706,7 +684,7 @@ fn input_round(f: Fixture, need: Need, params: Value, ctx: &CallContext, rev: Re
     let request = request_json(&ctx.request);
     match request.pointer(&format!("/params/inputResponses/{key}")) {
         Some(answer) => tool_result(vec![text_block(answered_text(f, answer))], false, rev),
-        None => result_bytes(
+        None => result_json(
             json!({
                 "resultType": "input_required",
                 "inputRequests": {key: {"method": need.method(), "params": params}},
@@ -718,7 +696,7 @@ fn input_round(f: Fixture, need: Need, params: Value, ctx: &CallContext, rev: Re
 }
 
 /// The `capabilities` of `initialize` when the fixtures are served.
-pub fn capabilities(rev: Revision) -> &'static str {
+pub(crate) fn capabilities(rev: Revision) -> &'static str {
     if rev >= Revision::V2025_03_26 {
         r#"{"tools":{"listChanged":false},"prompts":{"listChanged":false},"resources":{"subscribe":true,"listChanged":false},"logging":{},"completions":{}}"#
     } else {
@@ -726,26 +704,21 @@ pub fn capabilities(rev: Revision) -> &'static str {
     }
 }
 
-/// The `server/discover` result when the fixtures are served (2026-07-28 has no resource
-/// subscriptions outside `subscriptions/listen`, which this server does not offer).
-pub fn discover() -> Vec<u8> {
-    let instructions = super::dispatch::INSTRUCTIONS;
-    result_bytes(
-        json!({
-            "supportedVersions": [MODERN.as_str()],
-            "capabilities": {
-                "tools": {"listChanged": false},
-                "prompts": {"listChanged": false},
-                "resources": {"listChanged": false},
-                "logging": {},
-                "completions": {},
-            },
-            "serverInfo": server_info(),
-            "instructions": instructions,
-        }),
-        MODERN,
-        true,
-    )
+/// The conformance fixtures' tools, in suite order.
+pub(crate) fn tools() -> impl Iterator<Item = Tool> {
+    Fixture::ALL.into_iter().map(Fixture::tool)
+}
+
+/// The `server/discover` capabilities when the fixtures are served (2026-07-28 has no
+/// resource subscriptions outside `subscriptions/listen`, which this server does not offer).
+pub(crate) fn discover_capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": false},
+        "prompts": {"listChanged": false},
+        "resources": {"listChanged": false},
+        "logging": {},
+        "completions": {},
+    })
 }
 
 struct PromptDef {
@@ -840,7 +813,7 @@ fn template_id(uri: &str) -> Option<&str> {
 
 /// The answer to one non-benchmark method, or `None` if the fixtures do not serve it (in this
 /// era).
-pub fn answer(
+pub(crate) fn answer(
     rev: Revision,
     id: &str,
     method: &str,
@@ -968,7 +941,7 @@ pub fn answer(
                 method,
                 "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read"
             );
-            write_result(&mut out, id, &result_bytes(v, rev, cacheable));
+            write_result(&mut out, id, &result_json(v, rev, cacheable));
         }
         Err((code, message)) => error(code, message, None),
     }
@@ -1084,6 +1057,7 @@ fn complete(params: &Value) -> Result<Vec<&'static str>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::wire::TTL_MS;
 
     fn answer_json(rev: Revision, method: &str, params: Value) -> Value {
         let frame = serde_json::to_vec(
@@ -1096,11 +1070,16 @@ mod tests {
 
     #[test]
     fn fixtures_by_revision() {
-        assert!(!Fixture::Audio.available(Revision::V2024_11_05));
-        assert!(Fixture::Audio.available(Revision::V2025_03_26));
-        assert!(!Fixture::ElicitationEnums.available(Revision::V2025_06_18));
-        assert!(Fixture::Reconnection.available(Revision::V2025_11_25));
-        assert!(!Fixture::Reconnection.available(Revision::V2026_07_28));
+        let available = |f: Fixture, rev| f.tool().available(rev);
+        assert!(!available(Fixture::Audio, Revision::V2024_11_05));
+        assert!(available(Fixture::Audio, Revision::V2025_03_26));
+        assert!(!available(Fixture::ElicitationEnums, Revision::V2025_06_18));
+        assert!(available(Fixture::Reconnection, Revision::V2025_11_25));
+        assert!(!available(Fixture::Reconnection, Revision::V2026_07_28));
+        for (i, f) in Fixture::ALL.iter().enumerate() {
+            assert_eq!(f.tool().kind, ToolKind::Fixture(i));
+            assert_eq!(Fixture::from_index(i), Some(*f));
+        }
         let names: std::collections::HashSet<_> = Fixture::ALL.iter().map(|f| f.name()).collect();
         assert_eq!(names.len(), Fixture::ALL.len());
         let schema = Fixture::JsonSchema.tool().input_schema;
@@ -1202,7 +1181,9 @@ mod tests {
         );
         let legacy = answer_json(Revision::V2025_06_18, "prompts/list", json!({}));
         assert!(legacy["result"].get("resultType").is_none());
-        let d: Value = serde_json::from_slice(&discover()).unwrap();
+        let d: Value =
+            serde_json::from_slice(&crate::server::wire::discover(discover_capabilities(), "x"))
+                .unwrap();
         assert!(d["capabilities"]["prompts"].is_object() && d["ttlMs"] == TTL_MS);
     }
 }

@@ -14,78 +14,26 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::sync::mpsc;
 
-pub use super::body::Body;
-use super::body::{SseStream, write_event};
-use super::dispatch::{
-    self, Io, Kind, MODERN, Params, Pending, Rejection, is_batch, on_notification, on_response,
-    rejection_body, write_array, write_error,
+use super::body::{Body, SseStream, write_event};
+use super::context::Io;
+use super::dispatch::{Pending, on_notification, on_response};
+use super::response::{
+    SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
+    respond, sse,
 };
 use super::session::{ResumeError, Session};
+use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
 use super::{ResponseMode, State, legacy_sse, stateless, ws};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
-pub(super) const SESSION: &str = "mcp-session-id";
-pub(super) const VERSION: &str = "mcp-protocol-version";
-
-pub(super) fn respond(
-    status: StatusCode,
-    content_type: Option<&'static str>,
-    body: Body,
-) -> Response<Body> {
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    if let Some(ct) = content_type {
-        r.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
-    }
-    r
-}
-
-pub(super) fn json(status: StatusCode, body: Vec<u8>) -> Response<Body> {
-    respond(status, Some("application/json"), Body::full(body))
-}
-
-pub(super) fn accepted() -> Response<Body> {
-    respond(StatusCode::ACCEPTED, None, Body::empty())
-}
-
-/// An SSE response with the headers every stream of this server carries.
-pub(super) fn sse(body: Body) -> Response<Body> {
-    let mut r = respond(StatusCode::OK, Some("text/event-stream"), body);
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
-}
-
-/// An HTTP error status with a JSON-RPC error body (id unknown).
-pub(super) fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
-    let mut out = Vec::with_capacity(96);
-    write_error(&mut out, None, code, message, None);
-    json(status, out)
-}
-
 fn rejected(status: StatusCode, r: &Rejection) -> Response<Body> {
     json(status, rejection_body(r))
-}
-
-pub(super) fn method_not_allowed(allow: &'static str) -> Response<Body> {
-    let mut r = http_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        code::INVALID_REQUEST,
-        "Method Not Allowed",
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static(allow));
-    r
 }
 
 /// The host part of `host[:port]` or `[v6]:port`.
@@ -139,13 +87,6 @@ impl State {
     }
 }
 
-pub(super) fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
-    h.get(name)?
-        .to_str()
-        .ok()
-        .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase())
-}
-
 /// The client must accept both JSON and SSE (a wildcard counts).
 fn accepts_both(h: &HeaderMap) -> bool {
     let mut json = false;
@@ -176,39 +117,6 @@ fn accepts_both(h: &HeaderMap) -> bool {
     json && sse
 }
 
-/// A request body that could not be read.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum BodyError {
-    TooLarge,
-    Unreadable,
-}
-
-impl BodyError {
-    pub(super) fn response(self) -> Response<Body> {
-        match self {
-            BodyError::TooLarge => http_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                code::INVALID_REQUEST,
-                "Payload Too Large",
-            ),
-            BodyError::Unreadable => http_error(
-                StatusCode::BAD_REQUEST,
-                code::PARSE_ERROR,
-                "Parse error: body could not be read",
-            ),
-        }
-    }
-}
-
-/// Reads a request body of at most `max` bytes.
-pub(super) async fn read_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
-    match Limited::new(body, max).collect().await {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Err(_) => Err(BodyError::Unreadable),
-    }
-}
-
 enum Route {
     Mcp,
     Sse,
@@ -217,7 +125,7 @@ enum Route {
 }
 
 /// Handles one HTTP request to the server.
-pub async fn handle(
+pub(crate) async fn handle(
     state: &Arc<State>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
@@ -351,7 +259,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
         }
         return batch(state, headers, body).await;
     }
-    let msg = match dispatch::parse(&body) {
+    let msg = match wire::parse(&body) {
         Ok(m) => m,
         Err(r) => return rejected(StatusCode::BAD_REQUEST, &r),
     };

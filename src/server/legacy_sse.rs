@@ -19,18 +19,18 @@ use tokio::sync::mpsc;
 use super::State;
 use super::body::{Body, SseStream};
 use super::conn::{Conn, Received};
-use super::http::{http_error, json, media_type, method_not_allowed, read_body, respond, sse};
+use super::response::{http_error, json, media_type, method_not_allowed, read_body, respond, sse};
 use crate::protocol::jsonrpc::code;
 
 /// Open legacy sessions by id.
 #[derive(Debug)]
-pub struct LegacySessions {
+pub(crate) struct LegacySessions {
     map: RwLock<HashMap<u128, Arc<Conn>>>,
     max: usize,
 }
 
 impl LegacySessions {
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         LegacySessions {
             map: RwLock::new(HashMap::new()),
             max,
@@ -45,12 +45,8 @@ impl LegacySessions {
             .cloned()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.read().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -76,7 +72,7 @@ impl Drop for Close {
 }
 
 /// `GET /sse`: a new session and its stream.
-pub fn open(state: &Arc<State>, req: &Request<Incoming>) -> Response<Body> {
+pub(crate) fn open(state: &Arc<State>, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
@@ -125,7 +121,7 @@ fn session_param(query: Option<&str>) -> Option<Option<u128>> {
 }
 
 /// `POST /messages?sessionId=…`: one message for the session's stream.
-pub async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     if req.method() != Method::POST {
         return method_not_allowed("POST");
     }

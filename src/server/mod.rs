@@ -7,49 +7,59 @@
 //!
 //! # Layout
 //!
+//! Each module imports only those above it in this list (the parent holds the shared
+//! [`State`] and [`Config`]); `tests/architecture.rs` checks it.
+//!
 //! ```text
-//! dispatch    transport-independent JSON-RPC: begin/run a request, batches, 2026-07-28 _meta
-//! cancel      in-flight requests per session (notifications/cancelled)
-//! tools       tool registry, pre-rendered tools/list pages per revision, tool bodies
+//! wire        JSON-RPC on the wire: envelopes, params, responses and errors as bytes,
+//!             2026-07-28 _meta checks, server info and result tail, result_json, discover
+//! body        response bodies: complete, or SSE streams (event ids, keep-alives, driven work)
+//! cancel      in-flight requests per session (notifications/cancelled, server requests)
+//! peer        what a session knows about its client: capabilities, log level, subscriptions
+//! context     what a running call reaches: its Sink, its session's in-flight table (Io, Peer)
+//! backend     pooled REST client for the REST-backed tools
+//! tools       the catalog (Tool, Registry, pre-rendered tools/list pages per revision), the
+//!             built-in and synthetic tools and their bodies; arguments checked against the
+//!             compiled input schema (protocol::schema)
 //! fixtures    the conformance suite's fixtures: test_* tools, prompts, resources, completions
 //!             (only with Config::conformance)
-//! peer        what a session knows about its client: capabilities, log level, subscriptions
-//! schema      inputSchema validation
-//! backend     pooled REST client for the REST-backed tools
-//! body        response bodies: complete, or SSE streams (event ids, keep-alives, driven work)
-//! http        routing, Host/Origin checks, Streamable HTTP at /mcp (handshake era; GET only
-//!             resumes a parked stream)
-//! stateless   Streamable HTTP at /mcp for 2026-07-28 (headers, statuses)
+//! dispatch    transport-independent JSON-RPC: begin/run a request, batches, notifications
+//! response    HTTP responses every endpoint shares (statuses, SSE headers, bounded bodies)
 //! session     Streamable HTTP sessions
 //! conn        one session over an ordered message stream (stdio, WebSocket, legacy SSE)
+//! stateless   Streamable HTTP at /mcp for 2026-07-28 (headers, statuses)
 //! legacy_sse  HTTP+SSE (2024-11-05) at /sse + /messages
 //! ws          WebSocket at /ws (subprotocol `mcp`, non-standard)
+//! http        routing, Host/Origin checks, Streamable HTTP at /mcp (handshake era; GET only
+//!             resumes a parked stream)
 //! stdio       serve_stdio: one session over a byte stream, one message per line
 //! tls         PEM loading; HTTPS/WSS with ALPN h2 and http/1.1 on the same listener
 //! embedded    server + mock backend on their own runtime (run, serve)
 //! ```
 //!
 //! Every transport reads a frame, lets `dispatch` answer it or hand back a tool call, and writes
-//! the bytes; progress notifications go through a `dispatch::Sink` the transport drains in
+//! the bytes; progress notifications go through a `context::Sink` the transport drains in
 //! order, so none follows the response.
 
-pub mod backend;
-pub mod body;
-pub mod cancel;
-pub mod conn;
-pub mod dispatch;
+mod backend;
+mod body;
+mod cancel;
+mod conn;
+mod context;
+mod dispatch;
 mod embedded;
-pub mod fixtures;
-pub mod http;
-pub mod legacy_sse;
-pub mod peer;
-pub mod schema;
-pub mod session;
-pub mod stateless;
-pub mod stdio;
+mod fixtures;
+mod http;
+mod legacy_sse;
+mod peer;
+mod response;
+mod session;
+mod stateless;
+mod stdio;
 pub mod tls;
-pub mod tools;
-pub mod ws;
+mod tools;
+mod wire;
+mod ws;
 
 #[cfg(test)]
 mod conformance_tests;
@@ -65,6 +75,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::protocol::ResponseMode;
 pub use embedded::{EmbeddedError, EmbeddedServers, Launch, run_stdio};
 pub use stdio::{serve_stdio, serve_stdio_with};
+pub use tools::BUILTIN as BUILTIN_TOOLS;
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -129,14 +140,16 @@ impl Default for Config {
 #[derive(Debug)]
 pub struct State {
     pub config: Config,
-    pub registry: tools::Registry,
-    /// The `server/discover` result when it differs from the benchmark server's.
-    pub discover: Option<Vec<u8>>,
-    pub backend: Option<backend::Backend>,
+    pub(crate) registry: tools::Registry,
+    /// `instructions` of `initialize` and `server/discover`, from the catalog.
+    instructions: String,
+    /// The `server/discover` result (2026-07-28).
+    discover: Vec<u8>,
+    backend: Option<backend::Backend>,
     /// Streamable HTTP sessions.
-    pub sessions: session::Sessions,
+    pub(crate) sessions: session::Sessions,
     /// Legacy HTTP+SSE sessions.
-    pub legacy: legacy_sse::LegacySessions,
+    pub(crate) legacy: legacy_sse::LegacySessions,
     /// Fires when the server shuts down: long-lived streams and WebSockets end.
     pub closing: CancellationToken,
     active: AtomicUsize,
@@ -144,13 +157,21 @@ pub struct State {
 
 impl State {
     pub fn new(config: Config) -> Self {
+        let mut catalog = tools::builtin();
+        if config.conformance {
+            catalog.extend(fixtures::tools());
+        }
+        catalog.extend(tools::synthetic(config.catalog));
+        let instructions = tools::instructions(&catalog);
+        let capabilities = if config.conformance {
+            fixtures::discover_capabilities()
+        } else {
+            serde_json::json!({"tools": {"listChanged": false}})
+        };
         State {
-            registry: tools::Registry::with_fixtures(
-                config.catalog,
-                config.page_size,
-                config.conformance,
-            ),
-            discover: config.conformance.then(fixtures::discover),
+            discover: wire::discover(capabilities, &instructions),
+            instructions,
+            registry: tools::Registry::new(catalog, config.page_size),
             backend: config
                 .backend
                 .as_deref()
@@ -161,6 +182,18 @@ impl State {
             active: AtomicUsize::new(0),
             config,
         }
+    }
+}
+
+impl State {
+    /// Streamable HTTP sessions open now.
+    pub fn open_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Legacy HTTP+SSE sessions open now.
+    pub fn legacy_sessions(&self) -> usize {
+        self.legacy.len()
     }
 }
 

@@ -13,19 +13,19 @@ use serde_json::value::RawValue;
 /// Client capabilities the server may rely on (declared in `initialize`, or per request in
 /// 2026-07-28 `_meta`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClientCaps(u8);
+pub(crate) struct ClientCaps(u8);
 
 impl ClientCaps {
-    pub const SAMPLING: ClientCaps = ClientCaps(1);
-    pub const ELICITATION: ClientCaps = ClientCaps(2);
-    pub const ROOTS: ClientCaps = ClientCaps(4);
+    pub(crate) const SAMPLING: ClientCaps = ClientCaps(1);
+    pub(crate) const ELICITATION: ClientCaps = ClientCaps(2);
+    pub(crate) const ROOTS: ClientCaps = ClientCaps(4);
 
-    pub fn contains(self, other: ClientCaps) -> bool {
+    pub(crate) fn contains(self, other: ClientCaps) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// Reads a `capabilities` object (raw JSON); anything that is not an object declares nothing.
-    pub fn parse(raw: &str) -> ClientCaps {
+    pub(crate) fn parse(raw: &str) -> ClientCaps {
         #[derive(Deserialize)]
         struct Caps<'a> {
             #[serde(borrow, default)]
@@ -60,7 +60,7 @@ impl ClientCaps {
 
 /// Log levels (RFC 5424 severities, as MCP names them), least severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     Debug,
     Info,
     Notice,
@@ -83,7 +83,7 @@ impl LogLevel {
         LogLevel::Emergency,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LogLevel::Debug => "debug",
             LogLevel::Info => "info",
@@ -96,14 +96,14 @@ impl LogLevel {
         }
     }
 
-    pub fn parse(s: &str) -> Option<LogLevel> {
+    pub(crate) fn parse(s: &str) -> Option<LogLevel> {
         Self::ALL.into_iter().find(|l| l.as_str() == s)
     }
 }
 
 /// See the module doc.
 #[derive(Debug)]
-pub struct ClientState {
+pub(crate) struct ClientState {
     caps: AtomicU8,
     /// The least severe level the client wants (`LogLevel as u8`); debug until it says.
     log_level: AtomicU8,
@@ -121,19 +121,19 @@ impl Default for ClientState {
 }
 
 impl ClientState {
-    pub fn set_caps(&self, caps: ClientCaps) {
+    pub(crate) fn set_caps(&self, caps: ClientCaps) {
         self.caps.store(caps.0, Ordering::Relaxed);
     }
 
-    pub fn caps(&self) -> ClientCaps {
+    pub(crate) fn caps(&self) -> ClientCaps {
         ClientCaps(self.caps.load(Ordering::Relaxed))
     }
 
-    pub fn set_log_level(&self, level: LogLevel) {
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
         self.log_level.store(level as u8, Ordering::Relaxed);
     }
 
-    pub fn log_level(&self) -> LogLevel {
+    pub(crate) fn log_level(&self) -> LogLevel {
         let n = self.log_level.load(Ordering::Relaxed) as usize;
         LogLevel::ALL.get(n).copied().unwrap_or(LogLevel::Debug)
     }
@@ -143,17 +143,13 @@ impl ClientState {
     }
 
     /// Records a subscription (`resources/subscribe`).
-    pub fn subscribe(&self, uri: &str) {
+    pub(crate) fn subscribe(&self, uri: &str) {
         self.subscriptions().insert(uri.to_string());
     }
 
     /// Forgets a subscription; false if there was none.
-    pub fn unsubscribe(&self, uri: &str) -> bool {
+    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
         self.subscriptions().remove(uri)
-    }
-
-    pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions().contains(uri)
     }
 }
 
@@ -177,7 +173,6 @@ mod tests {
         s.set_caps(c);
         assert_eq!(s.caps(), c);
         s.subscribe("test://x");
-        assert!(s.is_subscribed("test://x"));
         assert!(s.unsubscribe("test://x") && !s.unsubscribe("test://x"));
     }
 }

@@ -14,13 +14,13 @@ use rand::RngExt;
 
 use super::body::{EventIds, SseStream};
 use super::cancel::InFlight;
-use super::dispatch::Peer;
+use super::context::Peer;
 use super::peer::ClientState;
 use crate::protocol::version::Revision;
 
 /// One client session, made by `initialize`.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     pub id: u128,
     pub revision: Revision,
     /// `notifications/initialized` was received.
@@ -41,7 +41,7 @@ pub struct Session {
 
 /// A stream cannot be resumed from the given event id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResumeError {
+pub(crate) enum ResumeError {
     /// No parked stream has that number.
     Unknown,
     /// The stream's last event is another one; this server keeps no events to replay.
@@ -53,11 +53,11 @@ const PARKED_FOR: Duration = Duration::from_secs(60);
 
 impl Session {
     /// The id as sent in `Mcp-Session-Id`: 32 lowercase hex digits (visible ASCII, unguessable).
-    pub fn header_value(&self) -> String {
+    pub(crate) fn header_value(&self) -> String {
         format!("{:032x}", self.id)
     }
 
-    pub fn peer(&self) -> Peer<'_> {
+    pub(crate) fn peer(&self) -> Peer<'_> {
         Peer {
             rev: self.revision,
             initialized: &self.initialized,
@@ -71,7 +71,7 @@ impl Session {
     }
 
     /// Keeps a stream the server parked until the client resumes it (for at most a minute).
-    pub fn park(&self, stream: SseStream) {
+    pub(crate) fn park(&self, stream: SseStream) {
         let mut p = self.parked();
         p.retain(|(_, at)| at.elapsed() < PARKED_FOR);
         p.push((stream, Instant::now()));
@@ -88,7 +88,7 @@ impl Session {
     }
 
     /// Takes the parked stream whose last event is `stream`-`seq` (`Last-Event-ID`).
-    pub fn resume(&self, stream: u64, seq: u64) -> Result<SseStream, ResumeError> {
+    pub(crate) fn resume(&self, stream: u64, seq: u64) -> Result<SseStream, ResumeError> {
         let mut p = self.parked();
         let i = p
             .iter()
@@ -102,7 +102,7 @@ impl Session {
 
     /// Event ids for a new SSE stream of this session, when its revision has them: 2025-11-25
     /// streams open with a priming event, and ids are unique per session.
-    pub fn event_ids(&self) -> Option<EventIds> {
+    pub(crate) fn event_ids(&self) -> Option<EventIds> {
         (self.revision == Revision::V2025_11_25)
             .then(|| EventIds::new(self.streams.fetch_add(1, Ordering::Relaxed)))
     }
@@ -111,11 +111,11 @@ impl Session {
 /// The store is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("too many open sessions")]
-pub struct Full;
+pub(crate) struct Full;
 
 /// All open sessions. Lookups take a read lock; only creation, deletion and reaping write.
 #[derive(Debug)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     map: RwLock<HashMap<u128, Arc<Session>>>,
     max: usize,
     idle: Duration,
@@ -123,7 +123,7 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(max: usize, idle: Duration) -> Self {
+    pub(crate) fn new(max: usize, idle: Duration) -> Self {
         Sessions {
             map: RwLock::new(HashMap::new()),
             max,
@@ -136,7 +136,7 @@ impl Sessions {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    pub fn create(&self, revision: Revision) -> Result<Arc<Session>, Full> {
+    pub(crate) fn create(&self, revision: Revision) -> Result<Arc<Session>, Full> {
         let id: u128 = rand::rng().random();
         let s = Arc::new(Session {
             id,
@@ -158,7 +158,7 @@ impl Sessions {
     }
 
     /// Finds a session by its header value and marks it used.
-    pub fn get(&self, header: &[u8]) -> Option<Arc<Session>> {
+    pub(crate) fn get(&self, header: &[u8]) -> Option<Arc<Session>> {
         let id = parse_id(header)?;
         let s = self
             .map
@@ -171,7 +171,7 @@ impl Sessions {
     }
 
     /// Ends a session; its requests in flight are cancelled.
-    pub fn remove(&self, header: &[u8]) -> bool {
+    pub(crate) fn remove(&self, header: &[u8]) -> bool {
         let Some(id) = parse_id(header) else {
             return false;
         };
@@ -183,12 +183,12 @@ impl Sessions {
         removed.map(|s| s.inflight.cancel_all()).is_some()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Ends every session (server shutdown): their calls are cancelled, parked streams dropped.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let all = std::mem::take(&mut *self.map.write().unwrap_or_else(|e| e.into_inner()));
         for s in all.values() {
             s.inflight.cancel_all();
@@ -196,13 +196,9 @@ impl Sessions {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Drops sessions idle for longer than the idle limit, and streams parked for too long;
     /// returns how many sessions.
-    pub fn reap(&self) -> usize {
+    pub(crate) fn reap(&self) -> usize {
         let cutoff = self.now_ms().saturating_sub(self.idle.as_millis() as u64);
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
@@ -245,7 +241,7 @@ mod tests {
         assert!(!s.remove(id.as_bytes()));
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(s.reap(), 1);
-        assert!(s.is_empty());
+        assert_eq!(s.len(), 0);
     }
 
     #[tokio::test]
@@ -269,7 +265,7 @@ mod tests {
         a.park(SseStream::new(tokio::sync::mpsc::channel(1).1).ids(Some(ids)));
         s.clear();
         assert!(
-            s.is_empty() && a.parked().is_empty(),
+            s.len() == 0 && a.parked().is_empty(),
             "shutdown drops parked streams"
         );
     }

@@ -19,8 +19,10 @@ use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::body::{Body, SseStream, write_event};
-use super::dispatch::{Io, Kind, MODERN, Params, Refusal, Step, ToolCall, check_modern, sub};
-use super::http::{VERSION, accepted, http_error, json, sse};
+use super::context::Io;
+use super::dispatch::{Step, ToolCall};
+use super::response::{VERSION, accepted, http_error, json, sse};
+use super::wire::{Kind, MODERN, Params, Refusal, check_modern, sub};
 use super::{ResponseMode, State};
 use crate::protocol::jsonrpc::code;
 

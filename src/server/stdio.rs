@@ -21,7 +21,7 @@ use tokio::io::{
 use tokio::sync::mpsc;
 
 use super::conn::{Conn, Received};
-use super::dispatch::error_body;
+use super::wire::error_body;
 use super::{Config, State};
 use crate::protocol::jsonrpc::code;
 

@@ -2,21 +2,23 @@
 //! tools that make the server a reference gateway.
 
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::backend::{Backend, encode_query};
-use super::dispatch::{MODERN_RESULT_TAIL, SERVER_INFO, Sink, TTL_MS};
-use super::fixtures::Fixture;
-use super::schema;
+use super::context::Sink;
+use super::wire::{MODERN_RESULT_TAIL, result_json};
 use crate::protocol::jsonrpc::write_json_str;
+use crate::protocol::schema::{self, Validator};
 use crate::protocol::version::Revision;
 
 /// What a tool does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
+pub(crate) enum ToolKind {
     Echo,
     Sleep,
     Payload,
@@ -27,13 +29,15 @@ pub enum ToolKind {
     SearchContacts,
     GetInvoice,
     CreateTicket,
-    /// A conformance-suite fixture (only with `Config::conformance`); runs in `fixtures`.
-    Fixture(Fixture),
+    /// A conformance-suite fixture (only with `Config::conformance`): its index in
+    /// `fixtures::Fixture::ALL`. The fixtures module makes these tools and runs them; the
+    /// catalog does not know it.
+    Fixture(usize),
 }
 
 /// A tool definition.
 #[derive(Debug, Clone)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: String,
     pub title: String,
     pub description: String,
@@ -41,9 +45,54 @@ pub struct Tool {
     pub kind: ToolKind,
     pub read_only: bool,
     pub open_world: bool,
+    /// The revisions whose sessions list and call it (some conformance fixtures exist only in
+    /// newer revisions).
+    pub revisions: RangeInclusive<Revision>,
+    /// `input_schema` compiled, on the first call (a catalog of thousands of synthetic tools
+    /// costs nothing until they are called).
+    validator: OnceLock<Result<Validator, String>>,
 }
 
-/// Names of the built-in (non-synthetic) tools.
+impl Tool {
+    pub(crate) fn new(
+        name: impl Into<String>,
+        title: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        kind: ToolKind,
+    ) -> Self {
+        Tool {
+            name: name.into(),
+            title: title.into(),
+            description: description.into(),
+            input_schema,
+            kind,
+            read_only: true,
+            open_world: false,
+            revisions: Revision::V2024_11_05..=Revision::V2026_07_28,
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// Whether a session of revision `rev` lists and calls it.
+    pub(crate) fn available(&self, rev: Revision) -> bool {
+        self.revisions.contains(&rev)
+    }
+
+    /// Checks a call's arguments against the input schema; the error names the argument
+    /// (2025-11-25 asks for invalid arguments to be reported as a tool error).
+    pub(crate) fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        let validator = self
+            .validator
+            .get_or_init(|| schema::compile(&self.input_schema));
+        match validator {
+            Ok(v) => schema::check(v, args).map_err(|e| e.to_string()),
+            Err(e) => Err(format!("the tool's input schema does not compile: {e}")),
+        }
+    }
+}
+
+/// Names of the built-in (non-synthetic) tools, in `tools/list` order.
 pub const BUILTIN: &[&str] = &[
     "echo",
     "sleep",
@@ -56,29 +105,35 @@ pub const BUILTIN: &[&str] = &[
     "create-ticket",
 ];
 
-pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.to_vec()
-}
-
 /// Name of synthetic tool `i` (0-based).
-pub fn synthetic_name(i: usize) -> String {
+pub(crate) fn synthetic_name(i: usize) -> String {
     format!("synthetic-{:05}", i + 1)
 }
 
-/// True if a server with `catalog` synthetic tools has a tool called `name`.
-pub fn is_known(name: &str, catalog: usize) -> bool {
-    BUILTIN.contains(&name)
-        || name
-            .strip_prefix("synthetic-")
-            .and_then(|n| n.parse::<usize>().ok())
-            .is_some_and(|n| n >= 1 && n <= catalog && synthetic_name(n - 1) == name)
+/// The `instructions` of `initialize` and `server/discover`: what this server offers, from
+/// the catalog itself.
+pub(crate) fn instructions(tools: &[Tool]) -> String {
+    let names = |rest: bool| {
+        tools
+            .iter()
+            .filter(|t| BUILTIN.contains(&t.name.as_str()) && t.open_world == rest)
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "Reference MCP server of mcpbench: tools {}, REST-backed {}.",
+        names(false),
+        names(true)
+    )
 }
 
 fn object(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
-fn builtin_tools() -> Vec<Tool> {
+/// The built-in tools, in [`BUILTIN`] order.
+pub(crate) fn builtin() -> Vec<Tool> {
     let t = |name: &str,
              title: &str,
              description: &str,
@@ -86,13 +141,9 @@ fn builtin_tools() -> Vec<Tool> {
              kind,
              read_only,
              open_world| Tool {
-        name: name.into(),
-        title: title.into(),
-        description: description.into(),
-        input_schema,
-        kind,
         read_only,
         open_world,
+        ..Tool::new(name, title, description, input_schema, kind)
     };
     vec![
         t(
@@ -200,26 +251,27 @@ fn builtin_tools() -> Vec<Tool> {
     ]
 }
 
-fn synthetic_tool(i: usize) -> Tool {
-    Tool {
-        name: synthetic_name(i),
-        title: format!("Synthetic tool {}", i + 1),
-        description: format!(
-            "Synthetic catalog entry {} for large tools/list pages. It echoes its arguments; its schema is typical of a REST operation turned into a tool.",
-            i + 1
-        ),
-        input_schema: object(
-            json!({
-                "query": {"type": "string", "description": "Free-text filter"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum results"},
-                "verbose": {"type": "boolean"}
-            }),
-            &[],
-        ),
-        kind: ToolKind::Synthetic(i as u32),
-        read_only: true,
-        open_world: false,
-    }
+/// `n` synthetic tools for large `tools/list` pages.
+pub(crate) fn synthetic(n: usize) -> impl Iterator<Item = Tool> {
+    (0..n).map(|i| {
+        Tool::new(
+            synthetic_name(i),
+            format!("Synthetic tool {}", i + 1),
+            format!(
+                "Synthetic catalog entry {} for large tools/list pages. It echoes its arguments; its schema is typical of a REST operation turned into a tool.",
+                i + 1
+            ),
+            object(
+                json!({
+                    "query": {"type": "string", "description": "Free-text filter"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum results"},
+                    "verbose": {"type": "boolean"}
+                }),
+                &[],
+            ),
+            ToolKind::Synthetic(i as u32),
+        )
+    })
 }
 
 /// Revisions that render `tools/list` differently: each its own (the conformance fixtures a
@@ -237,40 +289,24 @@ fn render_group(rev: Revision) -> usize {
 /// The server's tools, with `tools/list` pages pre-rendered for each revision. The 2026-07-28
 /// pages are complete results: `ttlMs`, `cacheScope`, `resultType` and `_meta` included.
 #[derive(Debug)]
-pub struct Registry {
+pub(crate) struct Registry {
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
     pages: [Vec<Bytes>; 5],
 }
 
 impl Registry {
-    pub fn new(catalog: usize, page_size: usize) -> Self {
-        Self::with_fixtures(catalog, page_size, false)
-    }
-
-    /// With `fixtures`, the conformance suite's tools follow the built-in ones (each listed
-    /// for the revisions it exists in, see [`Fixture::available`]).
-    pub fn with_fixtures(catalog: usize, page_size: usize, fixtures: bool) -> Self {
-        let mut tools = builtin_tools();
-        if fixtures {
-            tools.extend(Fixture::ALL.iter().map(|f| f.tool()));
-        }
-        tools.extend((0..catalog).map(synthetic_tool));
+    /// The catalog of `tools` (names unique), with `tools/list` pages of `page_size` rendered
+    /// for every revision (each lists the tools available in it).
+    pub(crate) fn new(tools: Vec<Tool>, page_size: usize) -> Self {
         let by_name = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         let page_size = page_size.max(1);
-        let server_info: Value = serde_json::from_str(SERVER_INFO).expect("server info is JSON");
         let pages = Revision::ALL.map(|rev| {
-            let listed: Vec<&Tool> = tools
-                .iter()
-                .filter(|t| match t.kind {
-                    ToolKind::Fixture(f) => f.available(rev),
-                    _ => true,
-                })
-                .collect();
+            let listed: Vec<&Tool> = tools.iter().filter(|t| t.available(rev)).collect();
             let chunks: Vec<&[&Tool]> = listed.chunks(page_size).collect();
             let n = chunks.len();
             chunks
@@ -282,14 +318,7 @@ impl Registry {
                     if i + 1 < n {
                         page["nextCursor"] = Value::String(cursor(i + 1));
                     }
-                    if !rev.has_handshake() {
-                        page["ttlMs"] = json!(TTL_MS);
-                        page["cacheScope"] = json!("public");
-                        page["resultType"] = json!("complete");
-                        page["_meta"] =
-                            json!({"io.modelcontextprotocol/serverInfo": server_info.clone()});
-                    }
-                    Bytes::from(serde_json::to_vec(&page).expect("tool lists serialize"))
+                    Bytes::from(result_json(page, rev, true))
                 })
                 .collect()
         });
@@ -300,31 +329,35 @@ impl Registry {
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Tool> {
+    /// Every tool, in catalog order.
+    #[cfg(test)]
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
         self.find(name).map(|(_, t)| t)
     }
 
     /// The tool called `name` and its index.
-    pub fn find(&self, name: &str) -> Option<(usize, &Tool)> {
+    pub(crate) fn find(&self, name: &str) -> Option<(usize, &Tool)> {
         let i = *self.by_name.get(name)?;
         Some((i, self.tools.get(i)?))
     }
 
     /// The tool at `index` (see [`find`](Self::find)).
-    pub fn tool(&self, index: usize) -> Option<&Tool> {
+    pub(crate) fn tool(&self, index: usize) -> Option<&Tool> {
         self.tools.get(index)
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.tools.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
-    }
-
     /// The pre-rendered `tools/list` result for a cursor, or `None` for an invalid cursor.
-    pub fn page(&self, rev: Revision, cursor: Option<&str>) -> Option<&Bytes> {
+    pub(crate) fn page(&self, rev: Revision, cursor: Option<&str>) -> Option<&Bytes> {
         let pages = &self.pages[render_group(rev)];
         let index = match cursor {
             None => 0,
@@ -367,7 +400,7 @@ fn render_tool(t: &Tool, rev: Revision) -> Value {
 
 /// The result of a tool call, before it is written as JSON.
 #[derive(Debug)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     pub text: String,
     pub is_error: bool,
     /// A JSON object (raw bytes) for `structuredContent`, when the tool has structured output.
@@ -393,7 +426,7 @@ impl ToolOutput {
 
     /// Writes the `CallToolResult` JSON object for `rev` (2026-07-28: with `resultType` and
     /// `_meta`).
-    pub fn write(&self, out: &mut Vec<u8>, rev: Revision) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>, rev: Revision) {
         out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
         write_json_str(out, &self.text);
         out.extend_from_slice(br#"}],"isError":"#);
@@ -415,7 +448,7 @@ impl ToolOutput {
 
 /// Where a `progress` call reports: the request's token and the transport's sink.
 #[derive(Debug, Clone, Copy)]
-pub struct Progress<'a> {
+pub(crate) struct Progress<'a> {
     /// Raw JSON (a string or an integer).
     pub token: &'a [u8],
     pub sink: &'a Sink,
@@ -441,13 +474,13 @@ impl Progress<'_> {
 
 /// Runs a tool after validating its arguments against its input schema. `progress` is set when
 /// the request asked for progress and the transport can carry notifications.
-pub async fn call(
+pub(crate) async fn call(
     tool: &Tool,
     args: &Value,
     backend: Option<&Backend>,
     progress: Option<Progress<'_>>,
 ) -> ToolOutput {
-    if let Err(msg) = schema::validate(&tool.input_schema, args) {
+    if let Err(msg) = tool.check_arguments(args) {
         return ToolOutput::error(format!("invalid arguments for tool `{}`: {msg}", tool.name));
     }
     let int = |k: &str| {
@@ -564,10 +597,16 @@ fn burn(iterations: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::wire::TTL_MS;
+
+    fn registry(synthetic_tools: usize, page_size: usize) -> Registry {
+        let tools = builtin().into_iter().chain(synthetic(synthetic_tools));
+        Registry::new(tools.collect(), page_size)
+    }
 
     #[test]
     fn registry_pages_and_cursors() {
-        let r = Registry::new(25, 10);
+        let r = registry(25, 10);
         assert_eq!(r.len(), BUILTIN.len() + 25);
         let first: Value =
             serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
@@ -590,16 +629,21 @@ mod tests {
                 .is_none()
         );
         assert!(r.page(Revision::V2025_11_25, Some("garbage")).is_none());
-        assert!(
-            is_known("synthetic-00025", 25)
-                && !is_known("synthetic-00026", 25)
-                && !is_known("synthetic-1", 25)
+        assert!(r.get("synthetic-00025").is_some() && r.get("synthetic-00026").is_none());
+        let names: Vec<&str> = r.tools()[..BUILTIN.len()]
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(names, BUILTIN);
+        assert_eq!(
+            instructions(r.tools()),
+            "Reference MCP server of mcpbench: tools echo, sleep, payload, fail, cpu, progress, REST-backed search-contacts, get-invoice, create-ticket."
         );
     }
 
     #[test]
     fn modern_pages_are_complete_results() {
-        let r = Registry::new(3, 5);
+        let r = registry(3, 5);
         let page: Value =
             serde_json::from_slice(r.page(Revision::V2026_07_28, None).unwrap()).unwrap();
         assert_eq!(page["resultType"], "complete");
@@ -614,12 +658,11 @@ mod tests {
         let legacy: Value =
             serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
         assert!(legacy.get("resultType").is_none() && legacy.get("ttlMs").is_none());
-        assert!(is_known("progress", 0) && builtin_names().contains(&"progress"));
     }
 
     #[tokio::test]
     async fn progress_reports_to_the_sink_then_answers() {
-        let r = Registry::new(0, 10);
+        let r = registry(0, 10);
         let (tx, mut rx) = tokio::sync::mpsc::channel(8);
         let p = Progress {
             token: b"\"t\"",
@@ -647,7 +690,7 @@ mod tests {
 
     #[tokio::test]
     async fn tools_validate_and_answer() {
-        let r = Registry::new(0, 10);
+        let r = registry(0, 10);
         let out = call(
             r.get("echo").unwrap(),
             &json!({"message": "hi"}),
@@ -658,7 +701,10 @@ mod tests {
         assert_eq!((out.text.as_str(), out.is_error), ("hi", false));
         let out = call(r.get("echo").unwrap(), &json!({"msg": "hi"}), None, None).await;
         assert!(
-            out.is_error && out.text.contains("missing required property `message`"),
+            out.is_error
+                && out.text.contains(
+                    "arguments: Additional properties are not allowed ('msg' was unexpected)"
+                ),
             "{}",
             out.text
         );

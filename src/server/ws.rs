@@ -25,11 +25,11 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::State;
 use super::body::Body;
 use super::conn::{Conn, Received};
-use super::http::{http_error, method_not_allowed, respond};
+use super::response::{http_error, method_not_allowed, respond};
 use crate::protocol::jsonrpc::code;
 
 /// The subprotocol clients must offer.
-pub const SUBPROTOCOL: &str = "mcp";
+pub(crate) const SUBPROTOCOL: &str = "mcp";
 
 /// True if a comma-separated header (any of its instances) lists `token` (case-insensitive).
 fn lists(h: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
@@ -49,7 +49,7 @@ fn bad_request(message: &str) -> Response<Body> {
 }
 
 /// `GET /ws`: checks the upgrade request, answers 101 and serves the connection on a task.
-pub fn upgrade(state: &Arc<State>, mut req: Request<Incoming>) -> Response<Body> {
+pub(crate) fn upgrade(state: &Arc<State>, mut req: Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }

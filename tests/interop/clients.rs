@@ -11,17 +11,7 @@ use super::harness::{json_output, node, node_module, python, script};
 use crate::support::{scratch, servers};
 
 /// The reference server's built-in tools, as `tools/list` names them.
-const BUILTIN: [&str; 9] = [
-    "echo",
-    "sleep",
-    "payload",
-    "fail",
-    "cpu",
-    "progress",
-    "search-contacts",
-    "get-invoice",
-    "create-ticket",
-];
+const BUILTIN: &[&str] = mcpbench::server::BUILTIN_TOOLS;
 
 fn mcpbench_stdio() -> Vec<String> {
     vec![
@@ -44,13 +34,13 @@ fn verdict_ok(label: &str, v: &Value, revision: &str) {
         .filter_map(Value::as_str)
         .collect();
     for t in BUILTIN {
-        assert!(tools.contains(&t), "{label}: {t} not listed: {tools:?}");
+        assert!(tools.contains(t), "{label}: {t} not listed: {tools:?}");
     }
     let calls = &v["calls"];
     for t in BUILTIN {
         let c = &calls[t];
         assert!(c.get("exception").is_none(), "{label} {t}: {c}");
-        assert_eq!(c["is_error"], t == "fail", "{label} {t}: {c}");
+        assert_eq!(c["is_error"], *t == "fail", "{label} {t}: {c}");
     }
     assert_eq!(calls["echo"]["text"], "interop-echo", "{label}");
     assert_eq!(calls["fail"]["text"], "on purpose", "{label}");
@@ -245,7 +235,7 @@ fn inspector_cli() {
                 .filter_map(|t| t["name"].as_str())
                 .collect();
             for t in BUILTIN {
-                assert!(names.contains(&t), "{label}: {t} not listed: {names:?}");
+                assert!(names.contains(t), "{label}: {t} not listed: {names:?}");
             }
             let r = &call["result"];
             assert_eq!(r["isError"], false, "{label}: {call:#}");

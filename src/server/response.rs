@@ -1,0 +1,106 @@
+//! HTTP responses every endpoint of the reference server shares (Streamable HTTP at `/mcp`,
+//! legacy HTTP+SSE, the WebSocket upgrade): statuses with JSON-RPC error bodies, SSE response
+//! headers, bounded request bodies, and the MCP header names.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Response, StatusCode};
+
+use super::body::Body;
+use super::wire::write_error;
+use crate::protocol::jsonrpc::code;
+
+pub(crate) const SESSION: &str = "mcp-session-id";
+pub(crate) const VERSION: &str = "mcp-protocol-version";
+
+pub(crate) fn respond(
+    status: StatusCode,
+    content_type: Option<&'static str>,
+    body: Body,
+) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    if let Some(ct) = content_type {
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    r
+}
+
+pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    respond(status, Some("application/json"), Body::full(body))
+}
+
+pub(crate) fn accepted() -> Response<Body> {
+    respond(StatusCode::ACCEPTED, None, Body::empty())
+}
+
+/// An SSE response with the headers every stream of this server carries.
+pub(crate) fn sse(body: Body) -> Response<Body> {
+    let mut r = respond(StatusCode::OK, Some("text/event-stream"), body);
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// An HTTP error status with a JSON-RPC error body (id unknown).
+pub(crate) fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    let mut out = Vec::with_capacity(96);
+    write_error(&mut out, None, code, message, None);
+    json(status, out)
+}
+
+pub(crate) fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut r = http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        code::INVALID_REQUEST,
+        "Method Not Allowed",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+pub(crate) fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
+    h.get(name)?
+        .to_str()
+        .ok()
+        .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase())
+}
+
+/// A request body that could not be read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+impl BodyError {
+    pub(crate) fn response(self) -> Response<Body> {
+        match self {
+            BodyError::TooLarge => http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                code::INVALID_REQUEST,
+                "Payload Too Large",
+            ),
+            BodyError::Unreadable => http_error(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                "Parse error: body could not be read",
+            ),
+        }
+    }
+}
+
+/// Reads a request body of at most `max` bytes.
+pub(crate) async fn read_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
+    match Limited::new(body, max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Unreadable),
+    }
+}
