@@ -1,6 +1,6 @@
 //! The command line: validation errors, exit codes, unreachable targets, a real short run.
 
-use crate::support::{dead_port, mcpbench, repo, scenario, scratch};
+use crate::support::{DEAD_PORT, mcpbench, repo, scenario, scratch};
 
 const GOOD: &str = r#"name = "cli-test"
 [load]
@@ -133,7 +133,7 @@ fn unreachable_target_is_a_clear_error_not_a_hang() {
     let dir = scratch();
     let text = format!(
         "[target]\nurl = \"http://127.0.0.1:{}/mcp\"\n{}",
-        dead_port(),
+        DEAD_PORT,
         GOOD.replace("name = \"cli-test\"\n", "")
     );
     let p = scenario(dir.path(), "dead.toml", &text);

@@ -7,7 +7,7 @@ use mcpbench::driver::{self, RunOptions};
 use mcpbench::server::ResponseMode;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{backend_stats, repo, scratch, servers};
+use crate::support::{backend_stats, repo, scratch, servers, wait_until};
 
 fn run_text(text: &str, dir: &std::path::Path) -> driver::RunOutput {
     crate::support::run_in(text, dir).expect("run completes")
@@ -216,21 +216,41 @@ fn quickstart_scenario_runs_clean() {
 #[test]
 fn interrupt_writes_partial_results() {
     let dir = scratch();
-    let text = r#"name = "interrupted"
+    // Every call waits 300 ms in the backend, whose counters say how far the run got.
+    let knobs = mock_backend::Knobs {
+        latency: Some(mock_backend::Latency::Fixed(
+            std::time::Duration::from_millis(300),
+        )),
+        ..Default::default()
+    };
+    let srv = servers(ResponseMode::Json, 0, 100, knobs);
+    let text = format!(
+        r#"name = "interrupted"
+[target]
+url = "{}"
 [load]
 concurrency = 4
 duration = "60s"
 timeout = "30s"
 [[workload]]
 method = "tools/call"
-tool = "sleep"
-arguments = { ms = 300 }
-"#;
-    let plan = Arc::new(mcpbench::scenario::parse("i.toml", text, &|_| None).unwrap());
+tool = "search-contacts"
+arguments = {{ query = "Leanne" }}
+"#,
+        srv.mcp_url()
+    );
+    let plan = Arc::new(mcpbench::scenario::parse("i.toml", &text, &|_| None).unwrap());
     let interrupt = CancellationToken::new();
     let trigger = interrupt.clone();
+    let backend = srv.backend_addr.expect("a mock backend");
     std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(1200));
+        // 8 calls reached the backend: with 4 virtual users one call at a time, at least 4
+        // have been answered, and the next ones are in flight.
+        wait_until("8 calls at the backend", || {
+            backend_stats(backend)["routes"]["contacts"]["requests"]
+                .as_u64()
+                .is_some_and(|n| n >= 8)
+        });
         trigger.cancel();
     });
     let opts = RunOptions {
@@ -240,7 +260,7 @@ arguments = { ms = 300 }
     let out = driver::run(plan, &opts, interrupt).unwrap();
     let s = &out.summary;
     assert!(s.interrupted);
-    let sleep = op(s, "tools/call:sleep");
+    let sleep = op(s, "tools/call:search-contacts");
     assert!(sleep.outcomes.ok >= 4, "{:?}", sleep.outcomes);
     assert_eq!(
         sleep.outcomes.cancelled, 4,

@@ -458,7 +458,12 @@ fn supergateway_legacy_sse() {
     let addr = peer.addr();
     let target = format!("transport = \"sse\"\n{}", url("http", addr, "/sse"));
 
-    // Another client keeps the child busy while the measured run opens its sessions.
+    // Another client keeps the child busy while the measured run opens its sessions. A
+    // watcher session sees its traffic (D1: every session gets every message), which says
+    // when it is under way.
+    let mut watcher = Streamed::open(addr, "GET", "/sse", &[("Accept", "text/event-stream")], b"");
+    let first = watcher.next_event().expect("endpoint event");
+    assert_eq!(first.event, "endpoint");
     let busy = std::thread::spawn({
         let target = target.clone();
         move || {
@@ -474,7 +479,13 @@ fn supergateway_legacy_sse() {
             )
         }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    let under_way =
+        std::iter::from_fn(|| watcher.next_message()).any(|m| m.get("result").is_some());
+    assert!(
+        under_way,
+        "the background client's responses reach the watcher"
+    );
+    drop(watcher);
     let label = "supergateway sse 2025-11-25 per-vu + progress, beside another client";
     let s = run_clean(
         label,

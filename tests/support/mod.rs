@@ -247,11 +247,9 @@ pub fn mcpbench(args: &[&str], cwd: &Path) -> (i32, String, String) {
     )
 }
 
-/// A TCP port on 127.0.0.1 that nothing listens on (bound, then released).
-pub fn dead_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+/// A TCP port on 127.0.0.1 that nothing can listen on: connecting to port 0 is always
+/// refused (a port bound and released could be taken by another test meanwhile).
+pub const DEAD_PORT: u16 = 0;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
