@@ -139,12 +139,144 @@ fn schema_validation(c: &mut Criterion) {
     g.finish();
 }
 
+/// A byte stream that repeats `data` (whole frames) forever: a long-lived connection in
+/// steady state, readable both as `std::io::Read` (tungstenite) and `tokio::io::AsyncRead`
+/// (mcpbench's reader). Writes are dropped.
+struct Cycle {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Cycle {
+    fn fill(&mut self, buf: &mut [u8]) -> usize {
+        let n = buf.len().min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos = (self.pos + n) % self.data.len();
+        n
+    }
+}
+
+impl std::io::Read for Cycle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        Ok(self.fill(buf))
+    }
+}
+
+impl std::io::Write for Cycle {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl tokio::io::AsyncRead for Cycle {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let n = self.fill(buf.initialize_unfilled());
+        buf.advance(n);
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// An unmasked server text frame (RFC 6455 §5.2).
+fn server_frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x81];
+    match payload.len() {
+        n if n < 126 => f.push(n as u8),
+        n if n < 65536 => {
+            f.push(126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(payload);
+    f
+}
+
+/// mcpbench's WebSocket client framing against tungstenite (the maintained Rust library behind
+/// tokio-tungstenite) on the same messages: sending a request (masking and framing; tungstenite
+/// also needs its message, made from the rendered body as a client must) and reading responses
+/// from a connection in steady state. mcpbench keeps its own framing only while it is the
+/// cheaper one; the figures are in results/baselines/websocket-framing-*.md.
+fn websocket_framing(c: &mut Criterion) {
+    use tokio_tungstenite::tungstenite::protocol::{Role, WebSocket};
+    use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+    let request = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"message":"hello from mcpbench"}},"id":12345}"#.to_vec();
+    let mut g = c.benchmark_group("websocket_framing");
+    g.throughput(Throughput::Bytes(request.len() as u64));
+    let mut framer = mcpbench::transport::ws::TextFramer::new();
+    let mut out = Vec::with_capacity(4096);
+    g.bench_function("send/mcpbench", |b| {
+        b.iter(|| {
+            out.clear();
+            framer.text(black_box(&request), &mut out);
+            black_box(out.len())
+        })
+    });
+    let sink = Cycle {
+        data: vec![0],
+        pos: 0,
+    };
+    let mut ws = WebSocket::from_raw_socket(sink, Role::Client, None);
+    g.bench_function("send/tungstenite", |b| {
+        b.iter(|| {
+            let text = String::from_utf8(black_box(&request).clone()).unwrap();
+            ws.send(Message::Text(Utf8Bytes::from(text))).unwrap();
+        })
+    });
+    for (name, msg) in [
+        ("small", SMALL.as_bytes().to_vec()),
+        ("large", large().into_bytes()),
+    ] {
+        let frames: Vec<u8> = (0..64).flat_map(|_| server_frame(&msg)).collect();
+        g.throughput(Throughput::Bytes(msg.len() as u64));
+        let mut reader = mcpbench::transport::ws::WsReader::new(Cycle {
+            data: frames.clone(),
+            pos: 0,
+        });
+        // The stream is always ready, so one poll completes a read: no runtime in the way.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        g.bench_function(BenchmarkId::new("receive/mcpbench", name), |b| {
+            b.iter(|| {
+                let next = std::pin::pin!(reader.next());
+                match next.poll(&mut cx) {
+                    std::task::Poll::Ready(Ok(mcpbench::transport::ws::WsEvent::Text(t))) => {
+                        black_box(t.len())
+                    }
+                    _ => unreachable!(),
+                }
+            })
+        });
+        let source = Cycle {
+            data: frames,
+            pos: 0,
+        };
+        let mut ws = WebSocket::from_raw_socket(source, Role::Client, None);
+        g.bench_function(BenchmarkId::new("receive/tungstenite", name), |b| {
+            b.iter(|| match ws.read().unwrap() {
+                Message::Text(t) => black_box(t.len()),
+                _ => unreachable!(),
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     envelope,
     sse,
     request_body,
     record,
-    schema_validation
+    schema_validation,
+    websocket_framing
 );
 criterion_main!(benches);

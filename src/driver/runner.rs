@@ -2,7 +2,7 @@
 //!
 //! Each worker thread runs a current-thread Tokio runtime with its share of the virtual users,
 //! all recording into one thread-local [`Recorder`] (in a `RefCell`: no lock, no atomic). The
-//! shard goes to the collector when its interval ends (see [`Shards`]): every event lands in
+//! shard goes to the collector when its interval ends (see `Shards`): every event lands in
 //! the interval of the [`Grid`] its time falls in.
 //!
 //! One loop serves both load models. Closed loop: a virtual user starts its next request when

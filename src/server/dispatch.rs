@@ -458,7 +458,7 @@ impl State {
         Busy(&self.active)
     }
 
-    /// Tool calls in progress, on every transport (see [`busy`](Self::busy)).
+    /// Tool calls in progress, on every transport (counted while a `busy` guard lives).
     pub fn active_calls(&self) -> usize {
         self.active.load(Ordering::Relaxed)
     }

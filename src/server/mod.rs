@@ -106,7 +106,7 @@ pub struct Config {
     pub drain: Duration,
     /// Serve HTTPS/WSS (ALPN `h2`, `http/1.1`) instead of plain HTTP; see [`tls::load_pem`].
     pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Also serve the official conformance suite's fixtures (see [`fixtures`]): `test_*` tools
+    /// Also serve the official conformance suite's fixtures (the `fixtures` module): `test_*` tools
     /// in `tools/list`, prompts, resources, completions, logging. Off by default, so the
     /// benchmark catalog, its `tools/list` pages and the declared capabilities are unchanged.
     pub conformance: bool,
