@@ -13,3 +13,9 @@ WORK=$(mktemp -d)
 free_port() {
   python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
+
+# The request every side-by-side script measures: the reference server's `echo` tool.
+ECHO_WORKLOAD='[[workload]]
+method = "tools/call"
+tool = "echo"
+arguments = { message = "hello" }'

@@ -34,10 +34,7 @@ concurrency = 16
 requests = $2
 workers = 1
 timeout = "60s"
-[[workload]]
-method = "tools/call"
-tool = "echo"
-arguments = { message = "hello" }
+$ECHO_WORKLOAD
 TOML
   rm -rf "$WORK/out"
   valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \

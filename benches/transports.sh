@@ -28,10 +28,7 @@ duration = "$DURATION"
 warmup = "1s"
 timeout = "5s"
 $extra
-[[workload]]
-method = "tools/call"
-tool = "echo"
-arguments = { message = "hello" }
+$ECHO_WORKLOAD
 TOML
   rm -rf "$WORK/out"
   "$BIN" run "$WORK/s.toml" --output "$WORK/out" --quiet > /dev/null

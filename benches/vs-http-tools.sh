@@ -76,10 +76,7 @@ duration = "${DURATION}s"
 timeout = "5s"
 workers = $workers
 sessions = "shared"
-[[workload]]
-method = "tools/call"
-tool = "echo"
-arguments = { message = "hello" }
+$ECHO_WORKLOAD
 TOML
   rm -rf "$WORK/out"
   timed "$BIN" run "$WORK/s.toml" --output "$WORK/out" --quiet > /dev/null

@@ -3,37 +3,48 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | serve | validate | probe
-//! scenario/   TOML as written (raw) → validated Plan (plan); argument generators (args)
+//! cli         clap definitions: run | serve | validate [--connect] | probe; exit codes
+//! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
+//!             workload) with shared checks (check) and locations (locate); argument
+//!             generators (args). Knows no server: tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
-//!             protocol revisions (version)
+//!             protocol revisions (version); tool input schemas (schema)
 //! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); the one SSE
 //!             decoder (sse); WebSocket framing (ws); sessions over Streamable HTTP
 //!             (streamable_http) and over multiplexed connections (mux: stdio, websocket,
 //!             sse_legacy)
-//! driver/     the one generic runner: worker threads, virtual users, stop and warm-up;
-//!             preflight (reachability, revision, tools)
-//! metrics/    Outcome classes (outcome); per-worker histogram shards (recorder);
-//!             interval merging, HdrHistogram interval log (collector)
-//! report/     the one result model (summary) rendered as text, JSON and files
+//! driver/     orchestration: target resolved (resolve), preflight (reachability, revision,
+//!             tools, argument schemas), the one generic runner (runner), arrival schedules
+//!             (schedule), find-max (findmax), request templates (workload)
+//! metrics/    Outcome classes (outcome); per-worker histogram shards and the counters
+//!             transports fill (recorder); the interval grid (grid); interval merging,
+//!             HdrHistogram interval log, time series (collector). Knows no transport
+//! report/     the one result model (summary), built from totals + plan + run facts (build),
+//!             rendered as text (text) and files (files). Knows no driver
 //! server/     the reference MCP server: every transport and revision, serve(listener,
-//!             config, shutdown) and serve_stdio, tools, sessions, TLS
+//!             config, shutdown) and serve_stdio; wire, context and response helpers below
+//!             dispatch, tools, sessions and the transports; TLS
 //! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
 //!             called, one-line report (the conformance suite's client scenarios)
 //! ```
+//!
+//! ARCHITECTURE.md has the file-by-file map and the layering `tests/architecture.rs` checks.
 //!
 //! # Data flow of `mcpbench run`
 //!
 //! ```text
 //! scenario.toml ─▶ scenario::load ─▶ Plan ─▶ driver::run
-//!   driver::run: [embedded servers] → preflight (reachability, tools) → N worker threads
+//!   driver::run: resolve target [embedded servers] → preflight (reachability, tools,
+//!                arguments) → N worker threads
 //!     worker thread (current-thread runtime): virtual users ─▶ Session ─▶ target
 //!       each request: Recorder (thread-local shard: histograms + counters)
-//!     every interval: shard ─(one message per worker)─▶ collector ─▶ latency.hlog, progress
-//!   end: totals ─▶ report::Summary ─▶ table on stdout, summary.json
+//!     every interval of the grid: shard ─(one message per worker)─▶ collector
+//!       ─▶ IntervalSnapshot ─▶ latency.hlog, timeseries.csv, progress
+//!   end: totals + plan + run facts ─▶ report::build ─▶ Summary ─▶ table, summary.json
 //! ```
 //!
-//! The mock REST backend lives in the `mock-backend` workspace crate.
+//! The mock REST backend lives in the `mock-backend` workspace crate; the grammar of durations,
+//! latency distributions and route knobs both use lives in `mcpbench-knobs` (`knobs/`).
 
 pub mod cli;
 pub mod driver;

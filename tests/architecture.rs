@@ -76,59 +76,22 @@ fn check_layer(layer: &str, forbidden: &[&str]) {
     }
 }
 
+/// Each part and what it must not name: the arrows of ARCHITECTURE.md's layering, reversed.
+#[rustfmt::skip]
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("scenario", &["crate::server", "crate::driver", "crate::report", "mock_backend"]),
+    ("metrics", &["crate::transport", "crate::driver", "crate::report", "crate::server", "crate::scenario"]),
+    ("report", &["crate::driver", "crate::transport", "crate::server"]),
+    ("protocol", &["crate::transport", "crate::driver", "crate::report", "crate::server", "crate::scenario"]),
+    ("transport", &["crate::driver", "crate::report", "crate::server", "crate::scenario"]),
+    ("server", &["crate::driver", "crate::report", "crate::scenario", "crate::transport"]),
+];
+
 #[test]
 fn parts_import_downwards_only() {
-    check_layer(
-        "scenario",
-        &[
-            "crate::server",
-            "crate::driver",
-            "crate::report",
-            "mock_backend",
-        ],
-    );
-    check_layer(
-        "metrics",
-        &[
-            "crate::transport",
-            "crate::driver",
-            "crate::report",
-            "crate::server",
-            "crate::scenario",
-        ],
-    );
-    check_layer(
-        "report",
-        &["crate::driver", "crate::transport", "crate::server"],
-    );
-    check_layer(
-        "protocol",
-        &[
-            "crate::transport",
-            "crate::driver",
-            "crate::report",
-            "crate::server",
-            "crate::scenario",
-        ],
-    );
-    check_layer(
-        "transport",
-        &[
-            "crate::driver",
-            "crate::report",
-            "crate::server",
-            "crate::scenario",
-        ],
-    );
-    check_layer(
-        "server",
-        &[
-            "crate::driver",
-            "crate::report",
-            "crate::scenario",
-            "crate::transport",
-        ],
-    );
+    for (layer, forbidden) in FORBIDDEN {
+        check_layer(layer, forbidden);
+    }
 }
 
 /// The driver orchestrates; the summary is built in `report::build`.

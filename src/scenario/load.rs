@@ -380,14 +380,7 @@ pub(super) fn find_max(
 #[cfg(test)]
 mod tests {
     use crate::scenario::plan::{Arrival, Model};
-    use crate::scenario::{Diagnostic, ScenarioError, parse};
-
-    fn err(text: &str) -> Diagnostic {
-        match parse("t.toml", text, &|_| None) {
-            Err(ScenarioError::Invalid(d)) => *d,
-            other => panic!("expected a diagnostic, got {other:?}"),
-        }
-    }
+    use crate::scenario::{parse, refusal as err};
 
     const WORK: &str = "\n[[workload]]\nmethod = \"tools/list\"\n";
 

@@ -155,3 +155,12 @@ pub fn parse(
 ) -> Result<Plan, ScenarioError> {
     plan::build(&Source { name, text }, env)
 }
+
+/// The diagnostic a scenario text (file `t.toml`, empty environment) is refused with.
+#[cfg(test)]
+pub(crate) fn refusal(text: &str) -> Diagnostic {
+    match parse("t.toml", text, &|_| None) {
+        Err(ScenarioError::Invalid(d)) => *d,
+        other => panic!("expected a diagnostic, got {other:?}"),
+    }
+}

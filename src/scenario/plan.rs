@@ -401,14 +401,7 @@ fn stem(file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Diagnostic, parse, parse_url};
-
-    fn err(text: &str) -> Diagnostic {
-        match parse("t.toml", text, &|_| None) {
-            Err(ScenarioError::Invalid(d)) => *d,
-            other => panic!("expected a diagnostic, got {other:?}"),
-        }
-    }
+    use crate::scenario::{parse, parse_url, refusal as err};
 
     const OK: &str = "name = \"q\"\n[load]\nconcurrency = 4\nduration = \"2s\"\n\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"hi\" }\n\n[[workload]]\nmethod = \"tools/list\"\nweight = 2\n";
 
