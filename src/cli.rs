@@ -1,4 +1,4 @@
-//! Command-line interface: `run`, `serve`, `validate`, `probe`.
+//! Command-line interface: `run`, `init`, `serve`, `validate`, `probe`, `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success; 1 the target failed a check
 //! (thresholds breached, a regression, a failed probe); 2 usage, scenario, set-up or runtime
@@ -13,11 +13,13 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{self, RunOptions};
+use crate::init::InitOptions;
 use crate::probe::{self, ProbeError, ProbeOptions};
 use crate::protocol::ResponseMode;
 use crate::protocol::jsonrpc::Codec;
-use crate::scenario::{self, Target};
+use crate::scenario::{self, Override, Target};
 use crate::server;
+use crate::ui::{Display, Watcher};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,10 +34,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scenario and write its results.
+    /// Run a scenario and write its results. A live dashboard shows the run when stdout is a
+    /// terminal (q, Esc or Ctrl-C stop it; results are written either way).
+    #[command(after_help = "Examples:\n  mcpbench run scenarios/quickstart.toml\n  \
+        mcpbench run gateway.toml --url http://127.0.0.1:8080/mcp --concurrency 64 --duration 2m\n  \
+        mcpbench run gateway.toml --rate 2000 --set load.timeout=2s --no-tui --progress json")]
     Run {
-        /// The scenario file (TOML).
-        scenario: PathBuf,
+        /// The scenario file (TOML); `mcpbench init` writes one for your server.
+        scenario: Option<PathBuf>,
         /// Directory for this run's results (default: `results/<UTC time>-<name>`).
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -48,9 +54,10 @@ pub enum Command {
         /// Generator threads (default: the scenario's, else one per core).
         #[arg(long)]
         workers: Option<usize>,
-        /// No per-second progress lines.
-        #[arg(long, short)]
-        quiet: bool,
+        #[command(flatten)]
+        overrides: Overrides,
+        #[command(flatten)]
+        display: DisplayArgs,
     },
     /// Serve the reference MCP server: Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages,
     /// WebSocket at /ws (subprotocol mcp); or one session on stdin/stdout with --stdio.
@@ -92,6 +99,49 @@ pub enum Command {
         #[arg(long)]
         conformance: bool,
     },
+    /// Connect to a server, list its tools and write a starter scenario that calls each one
+    /// with arguments made from its input schema (tools that fail a trial call are written
+    /// commented out, with the reason).
+    #[command(
+        after_help = "Examples:\n  mcpbench init http://127.0.0.1:8080/mcp\n  \
+        mcpbench init --output mine.toml -- python server.py\n  \
+        mcpbench init https://gw.example/mcp -H 'Authorization: Bearer ${MCP_TOKEN}'"
+    )]
+    Init {
+        /// The server's URL: http(s)://…/mcp, ws(s)://…, or a legacy …/sse endpoint with
+        /// --transport sse.
+        #[arg(required_unless_present = "command")]
+        url: Option<String>,
+        /// Instead of a URL, after `--`: the command that serves MCP on stdio.
+        #[arg(last = true, value_name = "CMD", conflicts_with = "url")]
+        command: Vec<String>,
+        /// An HTTP header, `Name: value` (repeatable); written into the scenario as given, so
+        /// prefer `${ENV}` for secrets.
+        #[arg(long = "header", short = 'H', value_parser = probe::parse_header)]
+        headers: Vec<(String, String)>,
+        /// `streamable-http` (default for http), `sse` (legacy HTTP+SSE), `websocket`.
+        #[arg(long)]
+        transport: Option<String>,
+        /// The protocol revision to offer (default: auto).
+        #[arg(long)]
+        protocol: Option<String>,
+        /// The scenario's request timeout, which also bounds each trial call.
+        #[arg(long, value_name = "DURATION")]
+        timeout: Option<String>,
+        /// The scenario file to write.
+        #[arg(long, short, default_value = "scenario.toml")]
+        output: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `mcpbench man > mcpbench.1 && man ./mcpbench.1`.
+    Man,
     /// Check a scenario file without running it; with --connect (always for the built-in
     /// server) also open a session on the target and check the workload against its tools.
     Validate {
@@ -127,6 +177,123 @@ pub enum Command {
     },
 }
 
+/// Changes to the scenario without editing it; checked like the file (errors name the flag).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Overrides {
+    /// Virtual users (closed loop) at a constant level: replaces `load.concurrency` and any
+    /// stages.
+    #[arg(long, value_name = "N", help_heading = "Scenario overrides")]
+    pub concurrency: Option<u32>,
+    /// Open loop at a constant arrival rate (requests per second): sets `load.model = "open"`
+    /// and `load.rate`, replaces any stages.
+    #[arg(long, value_name = "PER_SECOND", help_heading = "Scenario overrides")]
+    pub rate: Option<f64>,
+    /// How long the run lasts, warm-up included (`30s`, `2m`, `1h`).
+    #[arg(long, value_name = "DURATION", help_heading = "Scenario overrides")]
+    pub duration: Option<String>,
+    /// The target's URL (http://, https://, ws://, wss://): replaces the scenario's target.
+    #[arg(long, value_name = "URL", help_heading = "Scenario overrides")]
+    pub url: Option<String>,
+    /// An HTTP header for the target, `Name: value` (repeatable; `${ENV}` works in values).
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME: VALUE",
+        help_heading = "Scenario overrides"
+    )]
+    pub headers: Vec<String>,
+    /// Any scenario key, `KEY=VALUE` with a TOML value (`load.timeout=2s`,
+    /// `load.sessions=shared`, `embedded.catalog=500`); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse_set, help_heading = "Scenario overrides")]
+    pub sets: Vec<Override>,
+}
+
+impl Overrides {
+    /// The overrides in the order they apply: the named flags, then each `--set`.
+    pub fn list(&self) -> Result<Vec<Override>, String> {
+        let mut out = Vec::new();
+        if let Some(n) = self.concurrency {
+            let flag = format!("--concurrency {n}");
+            out.push(Override::remove(flag.clone(), "load.stages"));
+            out.push(Override::set(flag, "load.concurrency", i64::from(n).into()));
+        }
+        if let Some(r) = self.rate {
+            let flag = format!("--rate {r}");
+            out.push(Override::remove(flag.clone(), "load.stages"));
+            out.push(Override::set(flag.clone(), "load.model", "open".into()));
+            out.push(Override::set(flag, "load.rate", r.into()));
+        }
+        if let Some(d) = &self.duration {
+            out.push(Override::set(
+                format!("--duration {d}"),
+                "load.duration",
+                d.as_str().into(),
+            ));
+        }
+        if let Some(u) = &self.url {
+            let flag = format!("--url {u}");
+            out.push(Override::remove(flag.clone(), "embedded"));
+            out.push(Override::remove(flag.clone(), "target.command"));
+            out.push(Override::set(flag, "target.url", u.as_str().into()));
+        }
+        for h in &self.headers {
+            let (name, value) = h
+                .split_once(':')
+                .filter(|(n, _)| !n.trim().is_empty())
+                .ok_or_else(|| format!("--header {h}: expected `Name: value`"))?;
+            out.push(Override::set(
+                format!("--header {h}"),
+                &format!("target.headers.{}", name.trim()),
+                value.trim().into(),
+            ));
+        }
+        out.extend(self.sets.iter().cloned());
+        Ok(out)
+    }
+}
+
+/// How the run is shown while it runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DisplayArgs {
+    /// No dashboard: progress lines on stderr instead (the default when stdout is not a
+    /// terminal).
+    #[arg(long, help_heading = "Display")]
+    pub no_tui: bool,
+    /// Leave the dashboard as soon as the run ends (default: it shows the final result until
+    /// a key is pressed).
+    #[arg(long, help_heading = "Display")]
+    pub exit_on_finish: bool,
+    /// Progress on stderr without the dashboard: `text` (one line per interval) or `json`
+    /// (one object per interval, the fields of timeseries.csv).
+    #[arg(long, value_name = "FORMAT", help_heading = "Display")]
+    pub progress: Option<ProgressFormat>,
+    /// No dashboard and no progress, only the final table.
+    #[arg(long, short, help_heading = "Display")]
+    pub quiet: bool,
+}
+
+/// `--progress` formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressFormat {
+    Text,
+    Json,
+}
+
+impl DisplayArgs {
+    /// What to show, given whether stdout is a terminal.
+    pub fn display(&self, stdout_is_terminal: bool) -> Display {
+        match (self.quiet, self.progress) {
+            (true, _) => Display::Quiet,
+            (false, Some(ProgressFormat::Json)) => Display::Json,
+            (false, Some(ProgressFormat::Text)) => Display::Lines,
+            (false, None) if self.no_tui || !stdout_is_terminal => Display::Lines,
+            (false, None) => Display::Dashboard {
+                exit_on_finish: self.exit_on_finish,
+            },
+        }
+    }
+}
+
 /// Exit code: the target failed a check (thresholds, regression, probe).
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: usage, scenario, set-up or runtime error, or an interrupted run.
@@ -157,24 +324,72 @@ pub fn execute(cli: Cli) -> ExitCode {
             insecure,
         }),
         Command::Validate { scenario, connect } => validate(&scenario, connect),
+        Command::Init {
+            url,
+            command,
+            headers,
+            transport,
+            protocol,
+            timeout,
+            output,
+            force,
+        } => init(&InitOptions {
+            url,
+            command,
+            headers,
+            transport,
+            protocol,
+            timeout,
+            output,
+            force,
+        }),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "mcpbench",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => error(e),
+            }
+        }
         Command::Run {
             scenario,
             output,
             results_root,
             codec,
             workers,
-            quiet,
+            overrides,
+            display,
         } => {
+            let Some(scenario) = scenario else {
+                return error(
+                    "no scenario given: try `mcpbench run scenarios/quickstart.toml` (built-in \
+                     servers), or `mcpbench init URL` to write one for your server",
+                );
+            };
+            let overrides = match overrides.list() {
+                Ok(o) => o,
+                Err(e) => return error(e),
+            };
             let opts = RunOptions {
                 output,
                 results_root,
                 codec,
-                progress: !quiet,
                 workers,
                 scenario_file: scenario.display().to_string(),
                 ..RunOptions::default()
             };
-            run(&scenario, &opts)
+            use std::io::IsTerminal;
+            let display = display.display(std::io::stdout().is_terminal());
+            run(&scenario, &overrides, opts, display)
         }
         Command::Serve {
             listen,
@@ -200,6 +415,27 @@ pub fn execute(cli: Cli) -> ExitCode {
             tls: tls_cert.zip(tls_key),
             conformance,
         }),
+    }
+}
+
+/// `init`: writes the starter scenario and says what is in it.
+fn init(o: &InitOptions) -> ExitCode {
+    match crate::init::run(o) {
+        Ok(w) => {
+            println!(
+                "wrote {}: tools/list and {} tool{} ({} negotiated)",
+                w.path.display(),
+                w.kept.len(),
+                if w.kept.len() == 1 { "" } else { "s" },
+                w.revision
+            );
+            for (tool, why) in &w.left_out {
+                println!("  left out (commented): {tool}: {why}");
+            }
+            println!("run it: mcpbench run {}", w.path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
     }
 }
 
@@ -272,30 +508,57 @@ fn probe(mut o: ProbeOptions) -> ExitCode {
     }
 }
 
-/// `run`: one run, or a find-max search; Ctrl-C stops early and still writes results.
-fn run(file: &std::path::Path, opts: &RunOptions) -> ExitCode {
-    let plan = match scenario::load(file) {
+/// `run`: one run, or a find-max search, shown as `display` asks; Ctrl-C (or `q` on the
+/// dashboard) stops early and still writes results.
+fn run(
+    file: &std::path::Path,
+    overrides: &[scenario::Override],
+    mut opts: RunOptions,
+    display: Display,
+) -> ExitCode {
+    let plan = match scenario::load_with(file, overrides) {
         Ok(p) => Arc::new(p),
         Err(e) => return error(e),
     };
     let interrupt = CancellationToken::new();
-    watch_ctrl_c(interrupt.clone());
-    let (rendered, interrupted, dir) = if plan.find_max.is_some() {
-        match driver::findmax::find_max(plan, opts, interrupt) {
-            Ok((report, dir)) => (
+    watch_ctrl_c(interrupt.clone(), display);
+    let mut watcher = match Watcher::start(display, interrupt.clone()) {
+        Ok(w) => w,
+        Err(e) => return error(format_args!("cannot start the display: {e}")),
+    };
+    opts.live = watcher.sink();
+    // find-max prints a line per step, unless the dashboard owns the screen.
+    opts.progress = matches!(display, Display::Lines | Display::Json);
+    let result = if plan.find_max.is_some() {
+        driver::findmax::find_max(plan, &opts, interrupt).map(|(report, dir)| {
+            (
                 driver::findmax::render(&report, &dir),
                 report.interrupted,
                 dir,
-            ),
-            Err(e) => return error(e),
-        }
+            )
+        })
     } else {
-        match driver::run(plan, opts, interrupt) {
-            Ok(out) => (driver::render(&out), out.summary.interrupted, out.dir),
-            Err(e) => return error(e),
-        }
+        driver::run(plan, &opts, interrupt)
+            .map(|out| (driver::render(&out), out.summary.interrupted, out.dir))
+    };
+    drop(opts);
+    // The dashboard shows the final result, then gives the terminal back.
+    if let Err(e) = watcher.finish() {
+        eprintln!("warning: {e}");
+    }
+    let (rendered, interrupted, dir) = match result {
+        Ok(r) => r,
+        Err(e) => return error(e),
     };
     print!("{rendered}");
+    if interrupted && watcher.stopped_by_viewer() {
+        // Stopped from the dashboard: a deliberate end, its results complete for the time run.
+        eprintln!(
+            "stopped from the dashboard: results written to {}",
+            dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
     if interrupted {
         eprintln!("interrupted: partial results written to {}", dir.display());
         return ExitCode::from(EXIT_ERROR);
@@ -303,16 +566,21 @@ fn run(file: &std::path::Path, opts: &RunOptions) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Cancels `token` on the first Ctrl-C; a second Ctrl-C exits at once.
-fn watch_ctrl_c(token: CancellationToken) {
+/// Cancels `token` on the first Ctrl-C; a second Ctrl-C exits at once. (On the dashboard the
+/// terminal is in raw mode: Ctrl-C arrives as a key, and `kill -INT` as a signal.)
+fn watch_ctrl_c(token: CancellationToken, display: Display) {
+    let quiet = matches!(display, Display::Dashboard { .. });
     let _ = std::thread::Builder::new().name("mcpbench-signals".into()).spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
         rt.block_on(async {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: stopping, writing what was measured (Ctrl-C again to quit at once)");
+                if !quiet {
+                    eprintln!("\ninterrupted: stopping, writing what was measured (Ctrl-C again to quit at once)");
+                }
                 token.cancel();
             }
             if tokio::signal::ctrl_c().await.is_ok() {
+                crate::ui::restore_terminal();
                 std::process::exit(130);
             }
         });

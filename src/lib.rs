@@ -48,6 +48,7 @@
 
 pub mod cli;
 pub mod driver;
+pub mod init;
 pub mod metrics;
 pub mod probe;
 pub mod protocol;
@@ -55,3 +56,4 @@ pub mod report;
 pub mod scenario;
 pub mod server;
 pub mod transport;
+pub mod ui;

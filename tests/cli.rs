@@ -211,3 +211,170 @@ fn serve_binds_loopback_prints_its_address_and_stops_on_sigint() {
     assert!(status.success());
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// `mcpbench init URL` against the reference server: a scenario with every tool that answers
+/// a trial call (the `fail` tool is written commented out, with the server's reason), which
+/// validates and runs with zero errors.
+#[test]
+fn init_writes_a_scenario_that_runs_clean_against_the_reference_server() {
+    let servers = crate::support::servers(
+        mcpbench::server::ResponseMode::Json,
+        0,
+        100,
+        mock_backend::Knobs::default(),
+    );
+    let dir = scratch();
+    let url = servers.mcp_url();
+    let (text, out) = crate::support::init_runs_clean("reference server", &[&url], dir.path());
+    for tool in mcpbench::server::BUILTIN_TOOLS {
+        if *tool == "fail" {
+            assert!(
+                text.contains(
+                    "# left out: a trial call failed: tool_error: the fail tool always fails"
+                ) && text.contains("# tool = \"fail\""),
+                "{text}"
+            );
+        } else {
+            assert!(
+                text.contains(&format!("tool = \"{tool}\"\narguments = ")),
+                "{tool}: {text}"
+            );
+        }
+    }
+    assert!(out.contains("left out (commented): fail"), "{out}");
+    // An existing file is kept unless --force.
+    let file = dir.path().join("init.toml").display().to_string();
+    let (code, _, err) = mcpbench(&["init", &url, "--output", &file], dir.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("exists; choose another --output, or --force"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_without_a_scenario_says_what_to_do() {
+    let (code, out, err) = mcpbench(&["run"], &repo());
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("mcpbench run scenarios/quickstart.toml") && err.contains("mcpbench init"),
+        "{err}"
+    );
+}
+
+#[test]
+fn overrides_on_the_command_line_are_checked_like_the_file() {
+    let dir = scratch();
+    let (code, _, err) = mcpbench(
+        &[
+            "run",
+            "scenarios/quickstart.toml",
+            "--set",
+            "load.timeout=soon",
+            "--quiet",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: --set load.timeout=soon: `load.timeout`:"),
+        "{err}"
+    );
+    let (code, _, err) = mcpbench(
+        &[
+            "run",
+            "scenarios/quickstart.toml",
+            "--concurrency",
+            "0",
+            "--quiet",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: --concurrency 0: `load.concurrency`:"),
+        "{err}"
+    );
+    let out_dir = dir.path().join("run").display().to_string();
+    let (code, out, err) = mcpbench(
+        &[
+            "run",
+            "scenarios/quickstart.toml",
+            "--concurrency",
+            "3",
+            "--duration",
+            "2s",
+            "--set",
+            "load.warmup=0s",
+            "--quiet",
+            "--output",
+            &out_dir,
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["load"]["concurrency"], 3);
+    assert_eq!(summary["load"]["duration_seconds"], 2.0);
+}
+
+#[test]
+fn progress_json_is_one_object_per_interval_with_the_csv_fields() {
+    let dir = scratch();
+    let out_dir = dir.path().join("run").display().to_string();
+    let (code, _, err) = mcpbench(
+        &[
+            "run",
+            "scenarios/quickstart.toml",
+            "--duration",
+            "3s",
+            "--set",
+            "load.warmup=1s",
+            "--progress",
+            "json",
+            "--output",
+            &out_dir,
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let csv = std::fs::read_to_string(dir.path().join("run/timeseries.csv")).unwrap();
+    let mut header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    header.sort_unstable();
+    assert!(rows.len() >= 3, "{err}");
+    for r in &rows {
+        let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, header);
+    }
+    let ok: u64 = rows.iter().map(|r| r["ok"].as_u64().unwrap()).sum();
+    let csv_ok: u64 = crate::support::csv_numbers(&csv, "ok").iter().sum();
+    assert_eq!(ok, csv_ok, "the lines carry every interval");
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, out, err) = mcpbench(&["completions", shell], &repo());
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("mcpbench") && out.contains("concurrency"),
+            "{shell}"
+        );
+    }
+    let (code, out, _) = mcpbench(&["man"], &repo());
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with(".ie") || out.contains(".TH mcpbench"),
+        "{}",
+        &out[..200.min(out.len())]
+    );
+    assert!(out.contains("init") && out.contains("completions"));
+}

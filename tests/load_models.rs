@@ -207,7 +207,11 @@ fn timeseries_csv_adds_up_to_the_summary() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some(mcpbench::metrics::collector::CsvWriter::HEADER)
+        Some(
+            mcpbench::metrics::collector::IntervalSnapshot::FIELDS
+                .join(",")
+                .as_str()
+        )
     );
     assert!(lines.count() >= 3);
     let ok: u64 = csv_numbers(&csv, "ok").iter().sum();

@@ -17,3 +17,4 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod terminal;

@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot, ShardMsg};
 use crate::metrics::grid::Grid;
 use crate::protocol::jsonrpc::Codec;
-use crate::report::build::{RunFacts, summarize};
+use crate::report::build::{RunFacts, load_info, summarize};
+use crate::report::live::{Live, RunHeader};
 use crate::report::summary::TargetInfo;
 use crate::report::{Summary, files, text};
 use crate::scenario::{Diagnostic, Plan};
@@ -35,10 +36,13 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub results_root: PathBuf,
     pub codec: Codec,
-    /// Length of a histogram interval (time series, hlog, progress lines).
+    /// Length of a histogram interval (time series, hlog, live view).
     pub interval: Duration,
-    /// Print one progress line per interval to stderr.
+    /// find-max: print one line per step to stderr.
     pub progress: bool,
+    /// Where the run publishes its live view (the dashboard, progress lines): once when the
+    /// target has passed the preflight, then once per interval.
+    pub live: Option<LiveSink>,
     /// Overrides the scenario's `workers`.
     pub workers: Option<usize>,
     /// Scenario file path, for the report.
@@ -53,11 +57,15 @@ impl Default for RunOptions {
             codec: Codec::default(),
             interval: Duration::from_secs(1),
             progress: false,
+            live: None,
             workers: None,
             scenario_file: String::new(),
         }
     }
 }
+
+/// The sending side of a run's live view: the latest [`Live`] (none before the preflight).
+pub type LiveSink = Arc<tokio::sync::watch::Sender<Option<Arc<Live>>>>;
 
 /// A run that could not start, or whose results could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -195,17 +203,37 @@ pub fn run(
     drop(tx);
 
     let mut collector = Collector::new(ops.clone(), ctx.grid, recyclers, Some(hlog)).with_csv(csv);
-    let show = |snap: &IntervalSnapshot| {
-        if opts.progress {
-            progress_line(snap);
-        }
+    let target = TargetInfo {
+        kind: resolved.kind.into(),
+        transport: plan.connection().transport.name().into(),
+        http: if plan.connection().http2 { "2" } else { "1.1" }.into(),
+        url: resolved.url.clone(),
+        headers: resolved.headers.clone(),
+        protocol_offered: plan.connection().protocol.to_string(),
+        protocol_negotiated: pre.revision.to_string(),
     };
-    let interrupted = rt.block_on(collect(&ctx, &mut collector, rx, &interrupt, &show));
+    let mut watch = opts.live.clone().map(|sink| {
+        let header = RunHeader {
+            scenario: plan.name.clone(),
+            target: target.clone(),
+            load: load_info(&plan, workers),
+            ops: ops.clone(),
+            interval: opts.interval,
+        };
+        let live = Live::new(header, workers);
+        sink.send_replace(Some(Arc::new(live.clone())));
+        Watch { sink, live }
+    });
+    let interrupted = rt.block_on(collect(&ctx, &mut collector, rx, &interrupt, &mut watch));
     for t in threads {
         let _ = t.join();
     }
     let run_end = Instant::now();
-    collector.finish().iter().for_each(show);
+    let last = collector.finish();
+    if let Some(w) = &mut watch {
+        w.live.finished = true;
+        w.publish(&last, &collector);
+    }
 
     let mut notes = Vec::new();
     if let Some(e) = &collector.hlog_error {
@@ -216,15 +244,7 @@ pub fn run(
         started_at: time::OffsetDateTime::from(started_wall)
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
-        target: TargetInfo {
-            kind: resolved.kind.into(),
-            transport: plan.connection().transport.name().into(),
-            http: if plan.connection().http2 { "2" } else { "1.1" }.into(),
-            url: resolved.url.clone(),
-            headers: resolved.headers.clone(),
-            protocol_offered: plan.connection().protocol.to_string(),
-            protocol_negotiated: pre.revision.to_string(),
-        },
+        target,
         workers,
         measured: run_end.saturating_duration_since(ctx.warmup_end.min(run_end)),
         interrupted,
@@ -281,7 +301,7 @@ async fn collect(
     collector: &mut Collector,
     mut rx: UnboundedReceiver<ShardMsg>,
     interrupt: &CancellationToken,
-    show: &dyn Fn(&IntervalSnapshot),
+    watch: &mut Option<Watch>,
 ) -> bool {
     let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let abort = || {
@@ -293,7 +313,10 @@ async fn collect(
         tokio::select! {
             msg = rx.recv() => match msg {
                 Some(m) => {
-                    collector.accept(m).iter().for_each(show);
+                    let done = collector.accept(m);
+                    if let Some(w) = watch.as_mut().filter(|_| !done.is_empty()) {
+                        w.publish(&done, collector);
+                    }
                     if collector.all_done() {
                         return interrupted;
                     }
@@ -311,33 +334,19 @@ async fn collect(
     }
 }
 
-/// One line per interval on stderr: warm-up, measured (ok/s, p50, p99, errors), or the drain
-/// after the end.
-fn progress_line(s: &IntervalSnapshot) {
-    let t = s.end.as_secs_f64();
-    let secs = s.len().as_secs_f64().max(1e-3);
-    if s.is_empty() {
-        // Nothing happened (the tail after the end of the run): no line. A stalled target still
-        // shows, with requests in flight.
-        return;
-    }
-    match s.phase {
-        crate::metrics::grid::Phase::Warmup => eprintln!(
-            "[{t:>6.1}s] {:>10.1} req/s  (warm-up, not measured)",
-            s.warmup_ended as f64 / secs
-        ),
-        crate::metrics::grid::Phase::Measured => eprintln!(
-            "[{t:>6.1}s] {:>10.1} ok/s  p50 {:>8.3}ms  p99 {:>8.3}ms  errors {}",
-            s.ok as f64 / secs,
-            s.p50_us as f64 / 1000.0,
-            s.p99_us as f64 / 1000.0,
-            s.errors,
-        ),
-        crate::metrics::grid::Phase::Drain => eprintln!(
-            "[{t:>6.1}s] draining: {} ended, {} still in flight",
-            s.ended + s.warmup_ended,
-            s.in_flight
-        ),
+/// A run's live view and where it goes.
+struct Watch {
+    sink: LiveSink,
+    live: Live,
+}
+
+impl Watch {
+    /// Takes the intervals the collector completed; publishes the view once.
+    fn publish(&mut self, done: &[IntervalSnapshot], collector: &Collector) {
+        for snap in done {
+            self.live.update(snap, &collector.totals);
+        }
+        self.sink.send_replace(Some(Arc::new(self.live.clone())));
     }
 }
 

@@ -19,6 +19,8 @@ use crate::transport::streamable_http::HttpSession;
 use crate::transport::websocket::WsConnector;
 use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 
+use super::workload::{RequestTemplate, call_spec};
+
 /// What the preflight learned.
 #[derive(Debug, Clone)]
 pub struct Preflight {
@@ -83,20 +85,35 @@ pub fn connect(
     Ok(pre)
 }
 
-/// Opens a session on the endpoint's transport, lists the tools, closes.
-pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
+/// Work done on one session of whatever transport the endpoint uses.
+trait OnSession {
+    type Output;
+    async fn on<S: Session>(self, s: S, ep: &Endpoint) -> Self::Output;
+}
+
+/// Runs `task` on a new session of the endpoint's transport (responses kept, so the task can
+/// read them).
+async fn on_session<T: OnSession>(ep: Arc<Endpoint>, task: T) -> T::Output {
     match ep.kind {
-        TransportKind::StreamableHttp => probe(HttpSession::new(ep.clone()), &ep).await,
+        TransportKind::StreamableHttp => task.on(HttpSession::new(ep.clone()), &ep).await,
         TransportKind::Stdio => {
-            probe(keeping(MuxSession::<StdioConnector>::new(ep.clone())), &ep).await
+            task.on(keeping(MuxSession::<StdioConnector>::new(ep.clone())), &ep)
+                .await
         }
         TransportKind::WebSocket => {
-            probe(keeping(MuxSession::<WsConnector>::new(ep.clone())), &ep).await
+            task.on(keeping(MuxSession::<WsConnector>::new(ep.clone())), &ep)
+                .await
         }
         TransportKind::LegacySse => {
-            probe(keeping(MuxSession::<SseConnector>::new(ep.clone())), &ep).await
+            task.on(keeping(MuxSession::<SseConnector>::new(ep.clone())), &ep)
+                .await
         }
     }
+}
+
+/// Opens a session on the endpoint's transport, lists the tools, closes.
+pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
+    on_session(ep, ListTools).await
 }
 
 fn keeping<C: crate::transport::mux::Connector>(mut s: MuxSession<C>) -> MuxSession<C> {
@@ -104,21 +121,91 @@ fn keeping<C: crate::transport::mux::Connector>(mut s: MuxSession<C>) -> MuxSess
     s
 }
 
-async fn probe<S: Session>(mut s: S, ep: &Endpoint) -> Result<Preflight, PreflightError> {
+/// Opens the session within the endpoint's timeout; the revision it speaks.
+async fn open<S: Session>(s: &mut S, ep: &Endpoint) -> Result<Revision, PreflightError> {
     match tokio::time::timeout(ep.timeout, s.open()).await {
-        Err(_) => return Err(PreflightError::Open(describe(Outcome::Timeout))),
+        Err(_) => Err(PreflightError::Open(describe(Outcome::Timeout))),
         Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => {
-            return Err(PreflightError::Open(describe(r.outcome)));
+            Err(PreflightError::Open(describe(r.outcome)))
         }
-        Ok(_) => {}
+        Ok(_) => Ok(s.revision().unwrap_or(ep.protocol)),
     }
-    let revision = s.revision().unwrap_or(ep.protocol);
-    let tools = list_tools(&mut s, revision, ep.timeout).await;
-    s.close().await;
-    Ok(Preflight {
-        revision,
-        tools: tools?,
-    })
+}
+
+struct ListTools;
+
+impl OnSession for ListTools {
+    type Output = Result<Preflight, PreflightError>;
+    async fn on<S: Session>(self, mut s: S, ep: &Endpoint) -> Self::Output {
+        let revision = open(&mut s, ep).await?;
+        let tools = list_tools(&mut s, revision, ep.timeout).await;
+        s.close().await;
+        Ok(Preflight {
+            revision,
+            tools: tools?,
+        })
+    }
+}
+
+/// How one workload entry fared when sent once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trial {
+    pub outcome: Outcome,
+    /// The server's words when it failed: the JSON-RPC error message or the tool's error
+    /// text (shortened).
+    pub message: Option<String>,
+}
+
+/// Sends each workload entry of `plan` once, on one session, with the bytes a load run would
+/// send (`mcpbench init` keeps the tools that answer). The endpoint must have passed
+/// [`connect`].
+pub async fn trial(ep: Arc<Endpoint>, plan: Arc<Plan>) -> Result<Vec<Trial>, PreflightError> {
+    on_session(ep, Trials(plan)).await
+}
+
+struct Trials(Arc<Plan>);
+
+impl OnSession for Trials {
+    type Output = Result<Vec<Trial>, PreflightError>;
+    async fn on<S: Session>(self, mut s: S, ep: &Endpoint) -> Self::Output {
+        let revision = open(&mut s, ep).await?;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut out = Vec::with_capacity(self.0.workload.len());
+        for item in &self.0.workload {
+            let template = RequestTemplate::new(item, revision);
+            let spec = call_spec(item, revision);
+            let call = s.call(&spec, |buf, id| template.write(item, buf, id, &mut rng));
+            let outcome = match tokio::time::timeout(ep.timeout, call).await {
+                Ok(r) => r.outcome,
+                Err(_) => Outcome::Timeout,
+            };
+            // The server's words, when it answered at all.
+            let answered = matches!(
+                outcome,
+                Outcome::ToolError | Outcome::RpcError(_) | Outcome::InputRequired
+            );
+            let message = answered.then(|| failure_text(s.last_message())).flatten();
+            out.push(Trial { outcome, message });
+            if !s.is_open() && open(&mut s, ep).await.is_err() {
+                break;
+            }
+        }
+        s.close().await;
+        Ok(out)
+    }
+}
+
+/// What a failed response says: `error.message`, or the text of an `isError` result.
+pub fn failure_text(message: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(message).ok()?;
+    let text = v["error"]["message"]
+        .as_str()
+        .or_else(|| v["result"]["content"][0]["text"].as_str())?;
+    let mut t: String = text.chars().filter(|c| !c.is_control()).take(160).collect();
+    if text.chars().count() > 160 {
+        t.push('…');
+    }
+    Some(t)
 }
 
 /// Walks every `tools/list` page of an open session: each tool's name and input schema.

@@ -27,6 +27,7 @@ use rand::{RngExt, SeedableRng};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::preflight;
 use super::schedule::{Arrivals, DispatchClock};
 use super::workload::{Mix, RequestTemplate};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
@@ -211,6 +212,8 @@ struct Shards {
     recycle: Receiver<Recorder>,
     /// Requests in flight, for the gauge sent with each shard.
     slots: Slots,
+    /// The thread's CPU time when the current interval's shard began.
+    cpu_mark: Cell<Option<Duration>>,
 }
 
 impl Shards {
@@ -239,6 +242,7 @@ impl Shards {
                 .unwrap_or_else(|_| Recorder::new(self.n_ops));
             let mut shard = std::mem::replace(&mut *self.current.borrow_mut(), fresh);
             shard.in_flight = self.slots.borrow().iter().filter(|s| s.is_some()).count() as u64;
+            shard.cpu = self.cpu_since_mark();
             let _ = self.tx.send(ShardMsg {
                 worker: self.worker,
                 index: k,
@@ -258,9 +262,22 @@ impl Shards {
         }
     }
 
+    /// CPU time since the last mark (zero where the platform does not report it); moves the
+    /// mark. One procfs read, once per interval.
+    fn cpu_since_mark(&self) -> Duration {
+        let now = thread_cpu();
+        let since = match (self.cpu_mark.get(), now) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
+        };
+        self.cpu_mark.set(now);
+        since
+    }
+
     /// The worker's last message: what is left, and its CPU time.
     fn finish(&self, cpu: Option<Duration>) {
-        let shard = std::mem::replace(&mut *self.current.borrow_mut(), Recorder::new(0));
+        let mut shard = std::mem::replace(&mut *self.current.borrow_mut(), Recorder::new(0));
+        shard.cpu = self.cpu_since_mark();
         let _ = self.tx.send(ShardMsg {
             worker: self.worker,
             index: self.index.get(),
@@ -326,6 +343,7 @@ pub fn worker(
             tx,
             recycle,
             slots: slots.clone(),
+            cpu_mark: Cell::new(cpu_start),
         });
         let ticker = {
             let shards = shards.clone();
@@ -702,6 +720,12 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         untrack();
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
         let (outcome, connected) = finish(shards, item.op, phase, intended, sent, r);
+        if matches!(outcome, Outcome::ToolError | Outcome::RpcError(_)) {
+            shards.now().note_failure(item.op, outcome, || {
+                preflight::failure_text(session.last_message())
+                    .map(|m| redact(&m, &ctx.endpoint.headers))
+            });
+        }
         shards.now().sessions.connections += u64::from(connected);
         if expired {
             shards.now().sessions.expired += 1;
@@ -775,6 +799,29 @@ fn finish(
     (outcome, connected)
 }
 
+/// A server's message with the target's header values (credentials) and anything after
+/// `Bearer ` blanked out: what it says may be shown and written, secrets may not.
+pub fn redact(message: &str, headers: &[(String, String)]) -> String {
+    let mut m = message.to_string();
+    for (_, value) in headers {
+        for secret in std::iter::once(value.as_str()).chain(value.split_whitespace()) {
+            if secret.len() >= 6 {
+                m = m.replace(secret, "[redacted]");
+            }
+        }
+    }
+    let mut out = String::with_capacity(m.len());
+    let mut rest = m.as_str();
+    while let Some(i) = rest.to_ascii_lowercase().find("bearer ") {
+        out.push_str(&rest[..i + 7]);
+        out.push_str("[redacted]");
+        rest = &rest[i + 7..];
+        rest = rest.trim_start_matches(|c: char| !c.is_whitespace() && c != '"' && c != '\'');
+    }
+    out.push_str(rest);
+    out
+}
+
 /// CPU time (user + system) of the calling thread, where Linux reports it.
 pub fn thread_cpu() -> Option<Duration> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
@@ -785,6 +832,23 @@ pub fn thread_cpu() -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_lose_credentials() {
+        let headers = vec![(
+            "Authorization".to_string(),
+            "Bearer s3cr3t-token".to_string(),
+        )];
+        assert_eq!(
+            redact("token s3cr3t-token is not valid", &headers),
+            "token [redacted] is not valid"
+        );
+        assert_eq!(
+            redact("bad header: Bearer abc.def.ghi, try again", &[]),
+            "bad header: Bearer [redacted] try again"
+        );
+        assert_eq!(redact("no secrets here", &headers), "no secrets here");
+    }
     use crate::scenario::plan::{Arrival, Profile};
 
     /// Runs the dispatcher against `vus` virtual users that each hold an arrival for `service`,

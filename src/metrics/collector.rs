@@ -18,7 +18,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 use super::grid::{Grid, Phase};
 use super::outcome::Class;
-use super::recorder::Recorder;
+use super::recorder::{Failure, Recorder};
 
 /// A message from a worker.
 #[derive(Debug)]
@@ -66,6 +66,43 @@ pub struct IntervalSnapshot {
     /// Open loop: lateness p99 of the generator's releases, µs.
     pub late_p99_us: u64,
     pub warmup_ended: u64,
+    /// The generator's worker threads' CPU time in the interval (zero where not reported).
+    pub cpu: Duration,
+    /// Per operation, in the order of the run's operations (measured phase).
+    pub ops: Vec<OpInterval>,
+    /// What some failing responses of the interval said (one per operation and outcome).
+    pub failures: Vec<Failure>,
+}
+
+/// One operation's share of an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpInterval {
+    pub ok: u64,
+    pub errors: u64,
+    /// Latency of `ok` responses, µs (0 without any).
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+}
+
+/// One value of a time-series row: the CSV column and the JSON field are the same.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Field {
+    Text(&'static str),
+    Count(u64),
+    /// A number written with this many decimals.
+    Number(f64, usize),
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Field::Text(t) => f.write_str(t),
+            Field::Count(n) => write!(f, "{n}"),
+            Field::Number(x, decimals) => write!(f, "{x:.decimals$}"),
+        }
+    }
 }
 
 impl IntervalSnapshot {
@@ -77,6 +114,73 @@ impl IntervalSnapshot {
     /// Nothing started, ended or was in flight: the quiet tail after a run.
     pub fn is_empty(&self) -> bool {
         self.started == 0 && self.ended == 0 && self.warmup_ended == 0 && self.in_flight == 0
+    }
+
+    /// Names of the time-series fields ([`Self::fields`]), in order.
+    pub const FIELDS: [&'static str; 19] = [
+        "t_start_s",
+        "t_end_s",
+        "phase",
+        "started",
+        "ended",
+        "ok",
+        "errors",
+        "dropped",
+        "warmup_ended",
+        "ok_per_s",
+        "p50_ms",
+        "p90_ms",
+        "p99_ms",
+        "p999_ms",
+        "max_ms",
+        "service_p99_ms",
+        "in_flight",
+        "late_p99_ms",
+        "cpu_ms",
+    ];
+
+    /// The interval as one time-series row: a line of `timeseries.csv`, or an object of
+    /// `--progress json`.
+    pub fn fields(&self) -> [Field; 19] {
+        let secs = self.len().as_secs_f64().max(1e-9);
+        let ms = |us: u64| Field::Number(us as f64 / 1000.0, 3);
+        [
+            Field::Number(self.start.as_secs_f64(), 3),
+            Field::Number(self.end.as_secs_f64(), 3),
+            Field::Text(self.phase.name()),
+            Field::Count(self.started),
+            Field::Count(self.ended),
+            Field::Count(self.ok),
+            Field::Count(self.errors),
+            Field::Count(self.dropped),
+            Field::Count(self.warmup_ended),
+            Field::Number(self.ok as f64 / secs, 1),
+            ms(self.p50_us),
+            ms(self.p90_us),
+            ms(self.p99_us),
+            ms(self.p999_us),
+            ms(self.max_us),
+            ms(self.service_p99_us),
+            Field::Count(self.in_flight),
+            ms(self.late_p99_us),
+            Field::Number(self.cpu.as_secs_f64() * 1000.0, 3),
+        ]
+    }
+
+    /// The row as one JSON object (one line of `--progress json`).
+    pub fn json(&self) -> String {
+        let mut out = String::from("{");
+        for (i, (name, value)) in Self::FIELDS.iter().zip(self.fields()).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match value {
+                Field::Text(t) => out.push_str(&format!("\"{name}\":\"{t}\"")),
+                v => out.push_str(&format!("\"{name}\":{v}")),
+            }
+        }
+        out.push('}');
+        out
     }
 }
 
@@ -102,39 +206,22 @@ impl std::fmt::Debug for CsvWriter {
 }
 
 impl CsvWriter {
-    pub const HEADER: &'static str = "t_start_s,t_end_s,phase,started,ended,ok,errors,dropped,warmup_ended,ok_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,service_p99_ms,in_flight,late_p99_ms";
-
     pub fn create(path: &Path) -> std::io::Result<Self> {
         let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "{}", Self::HEADER)?;
+        writeln!(out, "{}", IntervalSnapshot::FIELDS.join(","))?;
         Ok(CsvWriter { out })
     }
 
     fn row(&mut self, s: &IntervalSnapshot) -> std::io::Result<()> {
-        let secs = s.len().as_secs_f64().max(1e-9);
-        let ms = |us: u64| us as f64 / 1000.0;
-        writeln!(
-            self.out,
-            "{:.3},{:.3},{},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
-            s.start.as_secs_f64(),
-            s.end.as_secs_f64(),
-            s.phase.name(),
-            s.started,
-            s.ended,
-            s.ok,
-            s.errors,
-            s.dropped,
-            s.warmup_ended,
-            s.ok as f64 / secs,
-            ms(s.p50_us),
-            ms(s.p90_us),
-            ms(s.p99_us),
-            ms(s.p999_us),
-            ms(s.max_us),
-            ms(s.service_p99_us),
-            s.in_flight,
-            ms(s.late_p99_us),
-        )
+        let mut first = true;
+        for f in s.fields() {
+            if !first {
+                self.out.write_all(b",")?;
+            }
+            first = false;
+            write!(self.out, "{f}")?;
+        }
+        writeln!(self.out)
     }
 }
 
@@ -345,14 +432,25 @@ impl Collector {
         self.scratch.reset();
         let service = &mut self.scratch_service;
         service.reset();
+        snap.ops.reserve_exact(merged.ops.len());
         for op in &merged.ops {
             snap.started += op.started;
             snap.ended += op.counts.total();
             snap.ok += op.counts.get(Class::Ok);
             snap.errors += op.counts.errors();
+            let mut row = OpInterval {
+                ok: op.counts.get(Class::Ok),
+                errors: op.counts.errors(),
+                ..OpInterval::default()
+            };
             if let Some(h) = op.hist(Class::Ok) {
                 let _ = self.scratch.add(h);
+                row.p50_us = h.value_at_quantile(0.5);
+                row.p90_us = h.value_at_quantile(0.9);
+                row.p99_us = h.value_at_quantile(0.99);
+                row.p999_us = h.value_at_quantile(0.999);
             }
+            snap.ops.push(row);
             if let Some(h) = op.service.as_ref().filter(|h| !h.is_empty()) {
                 let _ = service.add(h);
             }
@@ -361,6 +459,8 @@ impl Collector {
         snap.warmup_ended = merged.warmup.iter().map(|w| w.1.total()).sum();
         snap.dropped = merged.dropped + merged.warmup_dropped;
         snap.in_flight = merged.in_flight;
+        snap.cpu = merged.cpu;
+        snap.failures.clone_from(&merged.failures);
         if !self.scratch.is_empty() {
             snap.p50_us = self.scratch.value_at_quantile(0.5);
             snap.p90_us = self.scratch.value_at_quantile(0.9);

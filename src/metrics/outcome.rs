@@ -219,6 +219,32 @@ impl OutcomeCounts {
             - self.get(Class::InputRequired)
     }
 
+    /// Every outcome but `ok` and `input_required` that occurred, with its count: each
+    /// JSON-RPC code, HTTP status and protocol kind on its own.
+    pub fn failures(&self) -> Vec<(Outcome, u64)> {
+        let mut out = Vec::new();
+        let mut push = |o: Outcome, n: u64| {
+            if n > 0 {
+                out.push((o, n));
+            }
+        };
+        push(Outcome::ToolError, self.get(Class::ToolError));
+        for &(code, n) in &self.rpc_codes {
+            push(Outcome::RpcError(code), n);
+        }
+        for &(status, n) in &self.http_statuses {
+            push(Outcome::Http(status), n);
+        }
+        push(Outcome::Timeout, self.get(Class::Timeout));
+        push(Outcome::Connect, self.get(Class::Connect));
+        push(Outcome::Io, self.get(Class::Io));
+        for kind in ProtocolKind::ALL {
+            push(Outcome::Protocol(kind), self.protocol[kind as usize]);
+        }
+        push(Outcome::Cancelled, self.get(Class::Cancelled));
+        out
+    }
+
     pub fn clear(&mut self) {
         self.by_class = [0; Class::COUNT];
         self.protocol = [0; ProtocolKind::COUNT];

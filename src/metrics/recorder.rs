@@ -177,6 +177,26 @@ pub struct Recorder {
     pub lateness: Option<Histogram<u64>>,
     /// Requests in flight when the shard was handed over (a gauge, summed over workers).
     pub in_flight: u64,
+    /// The worker thread's CPU time (user + system) in the interval, where the platform
+    /// reports it (read once per interval, never per request).
+    pub cpu: Duration,
+    /// A sample of what failing responses said: the first message of each (operation,
+    /// outcome) in the interval, at most [`FAILURE_SAMPLES`] (so a flood of errors costs one
+    /// short scan each, and one allocation per kind per interval).
+    pub failures: Vec<Failure>,
+}
+
+/// Distinct failures sampled per interval and shard.
+pub const FAILURE_SAMPLES: usize = 8;
+
+/// What one failing response said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub op: usize,
+    pub outcome: Outcome,
+    /// Sanitized and shortened by whoever noted it; `None` when the transport kept no
+    /// message to read.
+    pub message: Option<String>,
 }
 
 impl Recorder {
@@ -189,6 +209,8 @@ impl Recorder {
             warmup_dropped: 0,
             lateness: None,
             in_flight: 0,
+            cpu: Duration::ZERO,
+            failures: Vec::new(),
         }
     }
 
@@ -267,6 +289,37 @@ impl Recorder {
         self.warmup_dropped += other.warmup_dropped;
         merge_hist(&mut self.lateness, &other.lateness);
         self.in_flight += other.in_flight;
+        self.cpu += other.cpu;
+        for f in &other.failures {
+            if !self.has_failure(f.op, f.outcome) && self.failures.len() < 2 * FAILURE_SAMPLES {
+                self.failures.push(f.clone());
+            }
+        }
+    }
+
+    /// Whether a message for this (operation, outcome) is already sampled in the interval.
+    #[inline]
+    pub fn has_failure(&self, op: usize, outcome: Outcome) -> bool {
+        self.failures
+            .iter()
+            .any(|f| f.op == op && f.outcome == outcome)
+    }
+
+    /// Samples a failing response's message, if its kind is new in the interval and there is
+    /// room; `message` is only called then (once per kind and interval).
+    pub fn note_failure(
+        &mut self,
+        op: usize,
+        outcome: Outcome,
+        message: impl FnOnce() -> Option<String>,
+    ) {
+        if self.failures.len() < FAILURE_SAMPLES && !self.has_failure(op, outcome) {
+            self.failures.push(Failure {
+                op,
+                outcome,
+                message: message(),
+            });
+        }
     }
 
     /// Empties the shard, keeping its allocations for reuse.
@@ -285,6 +338,8 @@ impl Recorder {
             h.reset();
         }
         self.in_flight = 0;
+        self.cpu = Duration::ZERO;
+        self.failures.clear();
     }
 }
 

@@ -1,8 +1,10 @@
 //! Results: the one model (`summary`), how a run's measurements become one (`build`), its
-//! renderings (`text`), and the run directory (`files`).
+//! renderings (`text`), the run directory (`files`), and the live view watchers of a running
+//! test read (`live`).
 
 pub mod build;
 pub mod files;
+pub mod live;
 pub mod summary;
 pub mod text;
 

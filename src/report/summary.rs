@@ -233,7 +233,7 @@ pub struct WarmupOperation {
     pub outcomes: Outcomes,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Sessions {
     pub opened: u64,
     pub expired: u64,

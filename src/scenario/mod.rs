@@ -7,11 +7,15 @@
 //! offset into line, column and key. Nothing here knows the reference server: whether a tool
 //! exists is asked of the target itself, before load (`driver::preflight`), with the
 //! [`Place`] each workload entry keeps.
+//!
+//! `overrides` applies command-line flags (`--concurrency`, `--set load.timeout=2s`) to the
+//! file's TOML before the same checks run; their errors name the flag.
 
 pub mod args;
 mod check;
 mod load;
 mod locate;
+pub mod overrides;
 pub mod plan;
 pub mod raw;
 mod target;
@@ -22,6 +26,7 @@ use std::ops::Range;
 use std::path::Path;
 
 pub use check::closest;
+pub use overrides::{Override, load_with};
 pub use plan::{
     Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
 };
@@ -77,7 +82,12 @@ pub enum ScenarioError {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        if self.line == 0 {
+            // A command-line flag, not a place in a file.
+            write!(f, "{}: ", self.file)?;
+        } else {
+            write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        }
         if !self.key.is_empty() {
             write!(f, "`{}`: ", self.key)?;
         }

@@ -5,4 +5,5 @@
 mod clients;
 mod conformance;
 mod harness;
+mod init;
 mod peers;

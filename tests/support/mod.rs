@@ -530,3 +530,65 @@ impl Streamed {
         }
     }
 }
+
+/// `mcpbench init ARGS… --output DIR/init.toml`, then the written scenario validated against
+/// the target (`validate --connect`) and run briefly: it must run with zero errors, every tool
+/// it kept answering ok. Returns the scenario text and init's stdout.
+pub fn init_runs_clean(label: &str, args: &[&str], dir: &Path) -> (String, String) {
+    let file = dir.join("init.toml");
+    let file_arg = file.display().to_string();
+    let mut init = vec!["init", "--output", &file_arg];
+    init.extend_from_slice(args);
+    let (code, out, err) = mcpbench(&init, dir);
+    assert_eq!(code, 0, "{label}: init failed: {out}{err}");
+    let text = std::fs::read_to_string(&file).expect("the scenario is written");
+    let (code, out_v, err_v) = mcpbench(&["validate", "--connect", &file_arg], dir);
+    assert_eq!(
+        code, 0,
+        "{label}: validate --connect: {out_v}{err_v}\n{text}"
+    );
+    let run_dir = dir.join("run").display().to_string();
+    let (code, out_r, err_r) = mcpbench(
+        &[
+            "run",
+            &file_arg,
+            "--duration",
+            "3s",
+            "--set",
+            "load.warmup=1s",
+            "--set",
+            "load.concurrency=2",
+            "--quiet",
+            "--output",
+            &run_dir,
+        ],
+        dir,
+    );
+    assert_eq!(code, 0, "{label}: run: {out_r}{err_r}\n{text}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run/summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["totals"]["error_rate"], 0.0,
+        "{label}: {out_r}\n{text}"
+    );
+    let kept: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("tool = \""))
+        .map(|l| l.trim_end_matches('"'))
+        .collect();
+    assert!(!kept.is_empty(), "{label}: no tool kept: {out}\n{text}");
+    for tool in kept {
+        let op = summary["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == format!("tools/call:{tool}"))
+            .unwrap_or_else(|| panic!("{label}: {tool} was not called"));
+        let ok = op["outcomes"]["ok"].as_u64().unwrap();
+        assert!(
+            ok > 0 && op["failed"] == 0 && op["outcomes"]["tool_error"] == 0,
+            "{label}: {tool}: {op}"
+        );
+    }
+    (text, out)
+}

@@ -1,0 +1,273 @@
+//! What watchers of a running test see — the dashboard, progress lines: a [`Live`] view,
+//! rebuilt once per interval from the collector's merged [`IntervalSnapshot`] and its totals,
+//! never from per-request data. The per-operation figures are the same [`Operation`] rows the
+//! final summary has, so the dashboard and the report cannot disagree.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::summary::{LoadInfo, Operation, Outcomes, Sessions, TargetInfo};
+use crate::metrics::collector::IntervalSnapshot;
+use crate::metrics::grid::Phase;
+use crate::metrics::outcome::OutcomeCounts;
+use crate::metrics::recorder::Recorder;
+
+/// Intervals kept for the charts: the memory of a watcher stays constant however long the run.
+pub const HISTORY: usize = 1800;
+
+/// Error lines kept (the most recently seen distinct ones).
+pub const ERROR_LINES: usize = 8;
+
+/// Percentiles of the latency spectrum (0 is the minimum, 100 the maximum).
+pub const SPECTRUM: [f64; 12] = [
+    0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
+];
+
+/// What a run is: known once the target answered the preflight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunHeader {
+    pub scenario: String,
+    pub target: TargetInfo,
+    pub load: LoadInfo,
+    /// Operation names, in the run's order (0 is the session opening).
+    pub ops: Vec<String>,
+    pub interval: Duration,
+}
+
+impl RunHeader {
+    /// The load level the profile asks for at `t` from the start (virtual users or
+    /// requests per second), and the stage it is in (1-based; 0 before any stage).
+    pub fn level_at(&self, t: Duration) -> (f64, usize) {
+        let p = &self.load.profile;
+        let t = t.as_secs_f64();
+        let (mut from, mut t0) = (p.start, 0.0);
+        for (i, s) in p.stages.iter().enumerate() {
+            if t < t0 + s.duration_seconds {
+                let f = if s.duration_seconds > 0.0 {
+                    (t - t0) / s.duration_seconds
+                } else {
+                    1.0
+                };
+                return (from + (s.target - from) * f, i + 1);
+            }
+            from = s.target;
+            t0 += s.duration_seconds;
+        }
+        (from, p.stages.len())
+    }
+
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.load.duration_seconds)
+    }
+
+    pub fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.load.warmup_seconds)
+    }
+}
+
+/// One distinct kind of failure recently seen: which operation, which outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorLine {
+    pub op: String,
+    /// The outcome with its code, e.g. `rpc_error(-32602)`, `http(503)`, `protocol(wrong_id)`.
+    pub outcome: String,
+    pub count: u64,
+    /// When it was first and last seen (end of the interval, from the run's start).
+    pub first: Duration,
+    pub last: Duration,
+    /// What the server said the last time it was sampled (sanitized: no credentials).
+    pub message: Option<String>,
+}
+
+/// The live view of a run. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub header: Arc<RunHeader>,
+    /// The last [`HISTORY`] intervals, oldest first.
+    pub history: VecDeque<Arc<IntervalSnapshot>>,
+    /// Every operation so far (measured phase), as the summary will show it; `rate_now` is
+    /// each one's ok/s in the last interval.
+    pub ops: Vec<Operation>,
+    pub rate_now: Vec<f64>,
+    /// Outcomes of every measured request so far, across operations.
+    pub outcomes: Outcomes,
+    /// Measured requests ended so far, and those that failed (not `ok`, `tool_error` or
+    /// `input_required`: the summary's error rate).
+    pub ended: u64,
+    pub failed: u64,
+    /// Recently seen kinds of failure, the most recent first.
+    pub errors: Vec<ErrorLine>,
+    pub sessions: Sessions,
+    /// Requests started so far, warm-up and session openings included.
+    pub all_started: u64,
+    /// Open loop: arrivals dropped so far (warm-up included).
+    pub dropped: u64,
+    /// The generator's CPU time so far (zero where not reported).
+    pub cpu: Duration,
+    /// Latency spectrum of ok responses so far: `(percentile, µs)` at [`SPECTRUM`]; index 0
+    /// is every operation together, then one per operation.
+    pub spectrum: Vec<Vec<(f64, u64)>>,
+    /// The run has ended (the last interval is in).
+    pub finished: bool,
+    /// Generator worker threads (CPU saturation is `cpu / (elapsed × workers)`).
+    pub workers: usize,
+}
+
+impl Live {
+    /// Before the first interval: the header, nothing measured.
+    pub fn new(header: RunHeader, workers: usize) -> Self {
+        let n = header.ops.len();
+        Live {
+            header: Arc::new(header),
+            history: VecDeque::new(),
+            ops: Vec::new(),
+            rate_now: vec![0.0; n],
+            outcomes: Outcomes::default(),
+            ended: 0,
+            failed: 0,
+            errors: Vec::new(),
+            sessions: Sessions::default(),
+            all_started: 0,
+            dropped: 0,
+            cpu: Duration::ZERO,
+            spectrum: Vec::new(),
+            finished: false,
+            workers,
+        }
+    }
+
+    /// Time covered so far (the end of the last interval).
+    pub fn elapsed(&self) -> Duration {
+        self.history.back().map_or(Duration::ZERO, |s| s.end)
+    }
+
+    /// Takes one interval and the totals it was merged into.
+    pub fn update(&mut self, snap: &IntervalSnapshot, totals: &Recorder) {
+        let measured_secs = snap
+            .end
+            .saturating_sub(self.header.warmup())
+            .as_secs_f64()
+            .max(1e-3);
+        self.ops = self
+            .header
+            .ops
+            .iter()
+            .zip(&totals.ops)
+            .map(|(name, s)| Operation::from_shard(name, s, measured_secs))
+            .collect();
+        if snap.phase == Phase::Measured {
+            let secs = snap.len().as_secs_f64().max(1e-3);
+            self.rate_now = snap.ops.iter().map(|o| o.ok as f64 / secs).collect();
+        }
+        let mut all = OutcomeCounts::default();
+        for s in &totals.ops {
+            all.merge(&s.counts);
+        }
+        self.outcomes = (&all).into();
+        self.ended = all.total();
+        self.failed = all.errors();
+        self.note_errors(totals, snap);
+        self.sessions = totals.sessions.into();
+        self.all_started += snap.started;
+        self.dropped += snap.dropped;
+        self.cpu += snap.cpu;
+        self.spectrum = spectrum(totals);
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(Arc::new(snap.clone()));
+    }
+
+    /// Moves the kinds of failure that grew to the front of the error lines.
+    fn note_errors(&mut self, totals: &Recorder, snap: &IntervalSnapshot) {
+        let at = snap.end;
+        for (op, (name, s)) in self.header.ops.iter().zip(&totals.ops).enumerate() {
+            for (kind, count) in s.counts.failures() {
+                let outcome = kind.to_string();
+                let said = snap
+                    .failures
+                    .iter()
+                    .find(|f| f.op == op && f.outcome == kind)
+                    .and_then(|f| f.message.clone());
+                let seen = self
+                    .errors
+                    .iter()
+                    .position(|e| e.op == *name && e.outcome == outcome);
+                let line = match seen {
+                    Some(i) if self.errors[i].count == count => continue,
+                    Some(i) => {
+                        let old = self.errors.remove(i);
+                        ErrorLine {
+                            count,
+                            last: at,
+                            message: said.or(old.message),
+                            ..old
+                        }
+                    }
+                    None => ErrorLine {
+                        op: name.clone(),
+                        outcome,
+                        count,
+                        first: at,
+                        last: at,
+                        message: said,
+                    },
+                };
+                self.errors.insert(0, line);
+            }
+        }
+        self.errors.truncate(ERROR_LINES);
+    }
+
+    /// The generator's CPU time per request started so far, µs.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        (self.cpu > Duration::ZERO && self.all_started > 0)
+            .then(|| self.cpu.as_secs_f64() * 1e6 / self.all_started as f64)
+    }
+
+    /// The last interval of the measured window (or of warm-up, before it).
+    pub fn last_active(&self) -> Option<&IntervalSnapshot> {
+        self.history
+            .iter()
+            .rev()
+            .find(|s| s.phase != Phase::Drain)
+            .map(|s| s.as_ref())
+    }
+
+    /// How busy the generator's worker threads were in the last active interval (1.0: every
+    /// worker thread ran all the time — the generator is at its own ceiling).
+    pub fn saturation(&self) -> Option<f64> {
+        let s = self.last_active()?;
+        let capacity = s.len().as_secs_f64() * self.workers.max(1) as f64;
+        (s.cpu > Duration::ZERO && capacity > 0.0).then(|| s.cpu.as_secs_f64() / capacity)
+    }
+}
+
+/// The latency spectrum of ok responses: every operation together, then each one.
+fn spectrum(totals: &Recorder) -> Vec<Vec<(f64, u64)>> {
+    let mut all = crate::metrics::recorder::new_histogram();
+    let mut per_op = Vec::with_capacity(totals.ops.len());
+    for s in &totals.ops {
+        match s.hist(crate::metrics::outcome::Class::Ok) {
+            Some(h) => {
+                let _ = all.add(h);
+                per_op.push(points(h));
+            }
+            None => per_op.push(Vec::new()),
+        }
+    }
+    let mut out = vec![points(&all)];
+    out.extend(per_op);
+    out
+}
+
+fn points(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, u64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    SPECTRUM
+        .iter()
+        .map(|&p| (p, h.value_at_quantile(p / 100.0)))
+        .collect()
+}

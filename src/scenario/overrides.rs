@@ -1,0 +1,213 @@
+//! Command-line overrides of a scenario (`--concurrency 64`, `--set load.timeout=2s`): applied
+//! to the file's TOML before it is checked, so they go through exactly the same validation.
+//! A problem with an overridden key names the flag; any other problem the file's line.
+
+use std::path::Path;
+
+use super::{Diagnostic, Plan, ScenarioError, parse};
+
+/// One override: a dotted key set to a value (or removed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// The flag as given, for diagnostics: `--set load.timeout=2s`, `--concurrency 64`.
+    pub flag: String,
+    /// Dotted key, e.g. `load.timeout`, `target.headers.Authorization`.
+    pub key: String,
+    /// `None` removes the key.
+    pub value: Option<toml::Value>,
+}
+
+impl Override {
+    pub fn set(flag: impl Into<String>, key: &str, value: toml::Value) -> Self {
+        Override {
+            flag: flag.into(),
+            key: key.into(),
+            value: Some(value),
+        }
+    }
+
+    pub fn remove(flag: impl Into<String>, key: &str) -> Self {
+        Override {
+            flag: flag.into(),
+            key: key.into(),
+            value: None,
+        }
+    }
+
+    /// `--set KEY=VALUE`: the value is read as TOML (`64`, `"2s"`, `true`, `[1, 2]`), and as a
+    /// string when it is not TOML (`2s`).
+    pub fn parse_set(arg: &str) -> Result<Self, String> {
+        let (key, value) = arg
+            .split_once('=')
+            .ok_or_else(|| format!("`{arg}`: expected KEY=VALUE, e.g. load.timeout=2s"))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(format!(
+                "`{arg}`: the key must be dotted names, e.g. load.timeout"
+            ));
+        }
+        let value = value.trim();
+        let parsed = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        Ok(Override::set(format!("--set {arg}"), key, parsed))
+    }
+}
+
+/// Reads a scenario file, applies `overrides`, and validates the result.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        file: name.clone(),
+        source,
+    })?;
+    let env = |k: &str| std::env::var(k).ok();
+    if overrides.is_empty() {
+        return parse(&name, &text, &env);
+    }
+    // A file that is not TOML is reported as it is written.
+    let mut doc: toml::Table = match text.parse() {
+        Ok(d) => d,
+        Err(_) => return parse(&name, &text, &env),
+    };
+    for o in overrides {
+        apply(&mut doc, o)?;
+    }
+    let merged = toml::to_string(&doc).map_err(|e| flag_error(&overrides[0], e.to_string()))?;
+    match parse(&name, &merged, &env) {
+        Ok(plan) => Ok(plan),
+        Err(ScenarioError::Invalid(d)) => {
+            // Most specific override first: `target.headers.X` before `target`.
+            let by_flag = overrides
+                .iter()
+                .rev()
+                .find(|o| d.key == o.key || d.key.starts_with(&format!("{}.", o.key)));
+            match by_flag {
+                Some(o) => Err(ScenarioError::Invalid(Box::new(Diagnostic {
+                    file: o.flag.clone(),
+                    line: 0,
+                    column: 0,
+                    ..*d
+                }))),
+                // Not an overridden key: point at the file, where the problem is written.
+                None => match parse(&name, &text, &env) {
+                    Err(e) => Err(e),
+                    Ok(_) => Err(ScenarioError::Invalid(Box::new(Diagnostic {
+                        message: format!("{} (with the command-line overrides)", d.message),
+                        line: 0,
+                        column: 0,
+                        ..*d
+                    }))),
+                },
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn flag_error(o: &Override, message: String) -> ScenarioError {
+    ScenarioError::Invalid(Box::new(Diagnostic {
+        file: o.flag.clone(),
+        line: 0,
+        column: 0,
+        key: o.key.clone(),
+        message,
+        hint: None,
+    }))
+}
+
+/// Sets (or removes) one dotted key, creating the tables on the way.
+fn apply(doc: &mut toml::Table, o: &Override) -> Result<(), ScenarioError> {
+    let parts: Vec<&str> = o.key.split('.').collect();
+    let (last, path) = parts.split_last().expect("split yields one part at least");
+    let mut table = doc;
+    for (i, part) in path.iter().enumerate() {
+        let entry = table
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err(flag_error(
+                    o,
+                    format!("`{}` is not a table", parts[..=i].join(".")),
+                ));
+            }
+        };
+    }
+    match &o.value {
+        Some(v) => {
+            table.insert(last.to_string(), v.clone());
+        }
+        None => {
+            table.remove(*last);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".toml").tempfile().unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        f
+    }
+
+    const BASE: &str = "name = \"o\"\n[load]\nconcurrency = 4\nduration = \"2s\"\n\n[[workload]]\nmethod = \"tools/list\"\n";
+
+    #[test]
+    fn overrides_go_through_the_same_checks() {
+        let f = file(BASE);
+        let plan = load_with(
+            f.path(),
+            &[
+                Override::parse_set("load.timeout=250ms").unwrap(),
+                Override::set("--concurrency 9", "load.concurrency", 9.into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(plan.load.concurrency, 9);
+        assert_eq!(plan.load.timeout, std::time::Duration::from_millis(250));
+
+        let Err(ScenarioError::Invalid(d)) = load_with(
+            f.path(),
+            &[Override::parse_set("load.timeout=soon").unwrap()],
+        ) else {
+            panic!("accepted")
+        };
+        assert_eq!(d.file, "--set load.timeout=soon");
+        assert_eq!(d.key, "load.timeout");
+        assert!(
+            d.to_string()
+                .starts_with("--set load.timeout=soon: `load.timeout`: "),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn a_problem_in_the_file_keeps_its_line() {
+        let f = file(&BASE.replace("\"tools/list\"", "\"tools/lst\""));
+        let Err(ScenarioError::Invalid(d)) = load_with(
+            f.path(),
+            &[Override::parse_set("load.concurrency=2").unwrap()],
+        ) else {
+            panic!("accepted")
+        };
+        assert_eq!((d.line, d.key.as_str()), (7, "workload[1].method"));
+    }
+
+    #[test]
+    fn set_values_are_toml_or_strings() {
+        let o = Override::parse_set("load.rate=250.5").unwrap();
+        assert_eq!(o.value, Some(toml::Value::Float(250.5)));
+        let o = Override::parse_set("load.duration=30s").unwrap();
+        assert_eq!(o.value, Some(toml::Value::String("30s".into())));
+        assert!(Override::parse_set("load.duration").is_err());
+        assert!(Override::parse_set("load..x=1").is_err());
+    }
+}
