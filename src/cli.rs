@@ -107,34 +107,7 @@ pub enum Command {
         mcpbench init --output mine.toml -- python server.py\n  \
         mcpbench init https://gw.example/mcp -H 'Authorization: Bearer ${MCP_TOKEN}'"
     )]
-    Init {
-        /// The server's URL: http(s)://…/mcp, ws(s)://…, or a legacy …/sse endpoint with
-        /// --transport sse.
-        #[arg(required_unless_present = "command")]
-        url: Option<String>,
-        /// Instead of a URL, after `--`: the command that serves MCP on stdio.
-        #[arg(last = true, value_name = "CMD", conflicts_with = "url")]
-        command: Vec<String>,
-        /// An HTTP header, `Name: value` (repeatable); written into the scenario as given, so
-        /// prefer `${ENV}` for secrets.
-        #[arg(long = "header", short = 'H', value_parser = probe::parse_header)]
-        headers: Vec<(String, String)>,
-        /// `streamable-http` (default for http), `sse` (legacy HTTP+SSE), `websocket`.
-        #[arg(long)]
-        transport: Option<String>,
-        /// The protocol revision to offer (default: auto).
-        #[arg(long)]
-        protocol: Option<String>,
-        /// The scenario's request timeout, which also bounds each trial call.
-        #[arg(long, value_name = "DURATION")]
-        timeout: Option<String>,
-        /// The scenario file to write.
-        #[arg(long, short, default_value = "scenario.toml")]
-        output: PathBuf,
-        /// Overwrite the file if it exists.
-        #[arg(long)]
-        force: bool,
-    },
+    Init(InitOptions),
     /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -324,25 +297,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             insecure,
         }),
         Command::Validate { scenario, connect } => validate(&scenario, connect),
-        Command::Init {
-            url,
-            command,
-            headers,
-            transport,
-            protocol,
-            timeout,
-            output,
-            force,
-        } => init(&InitOptions {
-            url,
-            command,
-            headers,
-            transport,
-            protocol,
-            timeout,
-            output,
-            force,
-        }),
+        Command::Init(o) => init(&o),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -16,23 +16,34 @@ use crate::metrics::outcome::Outcome;
 use crate::protocol::schema;
 use crate::scenario::{self, ScenarioError};
 
-/// What `init` needs to know.
-#[derive(Debug, Clone, Default)]
+/// What `init` needs to know (its command line).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct InitOptions {
-    /// The server's URL (http(s):// or ws(s)://).
+    /// The server's URL: http(s)://…/mcp, ws(s)://…, or a legacy …/sse endpoint with
+    /// --transport sse.
+    #[arg(required_unless_present = "command")]
     pub url: Option<String>,
-    /// Or a command that serves MCP on stdio.
+    /// Instead of a URL, after `--`: the command that serves MCP on stdio.
+    #[arg(last = true, value_name = "CMD", conflicts_with = "url")]
     pub command: Vec<String>,
-    /// `Name: value` headers for the target (values may be `${ENV}`; written as given).
+    /// An HTTP header, `Name: value` (repeatable); written into the scenario as given, so
+    /// prefer `${ENV}` for secrets.
+    #[arg(long = "header", short = 'H', value_parser = crate::probe::parse_header)]
     pub headers: Vec<(String, String)>,
-    /// `transport = …` and `protocol = …` for the target, when given.
+    /// `streamable-http` (default for http), `sse` (legacy HTTP+SSE), `websocket`.
+    #[arg(long)]
     pub transport: Option<String>,
+    /// The protocol revision to offer (default: auto).
+    #[arg(long)]
     pub protocol: Option<String>,
-    /// The scenario's `load.timeout`, which also bounds each trial call (default 10s).
+    /// The scenario's request timeout, which also bounds each trial call (default 10s).
+    #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
     /// The scenario file to write.
+    #[arg(long, short, default_value = "scenario.toml")]
     pub output: PathBuf,
-    /// Overwrite an existing file.
+    /// Overwrite the file if it exists.
+    #[arg(long)]
     pub force: bool,
 }
 

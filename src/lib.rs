@@ -3,10 +3,12 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | serve | validate [--connect] | probe; exit codes
+//! cli         clap definitions: run | init | serve | validate [--connect] | probe |
+//!             completions | man; scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
-//!             generators (args). Knows no server: tools are checked in preflight
+//!             generators (args); command-line overrides (overrides). Knows no server:
+//!             tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
 //!             protocol revisions (version); tool input schemas (schema)
 //! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); the one SSE
@@ -20,7 +22,11 @@
 //!             transports fill (recorder); the interval grid (grid); interval merging,
 //!             HdrHistogram interval log, time series (collector). Knows no transport
 //! report/     the one result model (summary), built from totals + plan + run facts (build),
-//!             rendered as text (text) and files (files). Knows no driver
+//!             rendered as text (text) and files (files); the live view of a running test
+//!             (live). Knows no driver
+//! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
+//!             terminal, format) or progress lines / JSON on stderr
+//! init        `mcpbench init`: a starter scenario from a server's tools
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio; wire, context and response helpers below
 //!             dispatch, tools, sessions and the transports; TLS
@@ -39,7 +45,8 @@
 //!     worker thread (current-thread runtime): virtual users ─▶ Session ─▶ target
 //!       each request: Recorder (thread-local shard: histograms + counters)
 //!     every interval of the grid: shard ─(one message per worker)─▶ collector
-//!       ─▶ IntervalSnapshot ─▶ latency.hlog, timeseries.csv, progress
+//!       ─▶ IntervalSnapshot ─▶ latency.hlog, timeseries.csv
+//!       ─▶ report::live::Live ─(watch channel)─▶ ui thread (dashboard or progress)
 //!   end: totals + plan + run facts ─▶ report::build ─▶ Summary ─▶ table, summary.json
 //! ```
 //!

@@ -1,5 +1,6 @@
 //! The layering ARCHITECTURE.md promises, checked on the source: parts import downwards only
-//! (the scenario layer knows no server, metrics know no transport, reports know no driver),
+//! (the scenario layer knows no server, metrics know no transport, reports know no driver, the
+//! dashboard reads the live view only),
 //! and the reference server's modules import each other one way (no cycle among siblings).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,6 +86,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("protocol", &["crate::transport", "crate::driver", "crate::report", "crate::server", "crate::scenario"]),
     ("transport", &["crate::driver", "crate::report", "crate::server", "crate::scenario"]),
     ("server", &["crate::driver", "crate::report", "crate::scenario", "crate::transport"]),
+    ("ui", &["crate::driver", "crate::transport", "crate::server", "crate::scenario"]),
 ];
 
 #[test]

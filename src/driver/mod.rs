@@ -21,7 +21,7 @@ use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapsh
 use crate::metrics::grid::Grid;
 use crate::protocol::jsonrpc::Codec;
 use crate::report::build::{RunFacts, load_info, summarize};
-use crate::report::live::{Live, RunHeader};
+use crate::report::live::{Live, LiveSink, RunHeader};
 use crate::report::summary::TargetInfo;
 use crate::report::{Summary, files, text};
 use crate::scenario::{Diagnostic, Plan};
@@ -63,9 +63,6 @@ impl Default for RunOptions {
         }
     }
 }
-
-/// The sending side of a run's live view: the latest [`Live`] (none before the preflight).
-pub type LiveSink = Arc<tokio::sync::watch::Sender<Option<Arc<Live>>>>;
 
 /// A run that could not start, or whose results could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,9 @@ use crate::metrics::grid::Phase;
 use crate::metrics::outcome::OutcomeCounts;
 use crate::metrics::recorder::Recorder;
 
+/// The sending side of a run's live view: the latest [`Live`] (none before the preflight).
+pub type LiveSink = Arc<tokio::sync::watch::Sender<Option<Arc<Live>>>>;
+
 /// Intervals kept for the charts: the memory of a watcher stays constant however long the run.
 pub const HISTORY: usize = 1800;
 

@@ -24,10 +24,9 @@ use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::driver::LiveSink;
 use crate::metrics::collector::IntervalSnapshot;
 use crate::metrics::grid::Phase;
-use crate::report::live::Live;
+use crate::report::live::{Live, LiveSink};
 use view::{View, ViewState};
 
 /// How a run is shown while it runs.

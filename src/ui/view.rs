@@ -328,6 +328,16 @@ fn help(frame: &mut Frame, area: Rect, theme: &Theme) {
     );
 }
 
+/// A panel with nothing to show yet says why.
+fn placeholder(frame: &mut Frame, area: Rect, live: &Live, block: Block, theme: &Theme) {
+    frame.render_widget(
+        Paragraph::new(waiting(live))
+            .style(theme.dim())
+            .block(block),
+        area,
+    );
+}
+
 /// Waiting for data: what the panels say before the first measured interval.
 fn waiting(live: &Live) -> &'static str {
     if live.history.is_empty() {
@@ -480,13 +490,7 @@ fn operations_table(
     ];
     let block = Block::bordered().title(" operations ");
     if empty {
-        frame.render_widget(
-            Paragraph::new(waiting(live))
-                .style(theme.dim())
-                .block(block),
-            area,
-        );
-        return;
+        return placeholder(frame, area, live, block, theme);
     }
     frame.render_widget(
         Table::new(body, widths)
@@ -576,13 +580,7 @@ fn throughput_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize
     let title = Line::from(title);
     let block = Block::bordered().title(title);
     if ok.is_empty() && warm.is_empty() {
-        frame.render_widget(
-            Paragraph::new(waiting(live))
-                .style(theme.dim())
-                .block(block),
-            area,
-        );
-        return;
+        return placeholder(frame, area, live, block, theme);
     }
     let all = ok.iter().chain(&err).chain(&warm);
     let max = all.clone().map(|p| p.1).fold(0.0, f64::max);
@@ -711,13 +709,7 @@ fn latency_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize>, 
     let title = Line::from(title);
     let block = Block::bordered().title(title);
     if series[0].is_empty() {
-        frame.render_widget(
-            Paragraph::new(waiting(live))
-                .style(theme.dim())
-                .block(block),
-            area,
-        );
-        return;
+        return placeholder(frame, area, live, block, theme);
     }
     let lo = series[0].iter().map(|p| p.1).fold(f64::MAX, f64::min);
     let hi = series[3].iter().map(|p| p.1).fold(0.0, f64::max);
@@ -877,13 +869,7 @@ fn distribution(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
         Layout::vertical([Constraint::Min(6), Constraint::Length(table_h)]).areas(area);
     let block = Block::bordered().title(" latency spectrum of ok responses (log scale) ");
     if live.spectrum.first().is_none_or(|s| s.is_empty()) {
-        frame.render_widget(
-            Paragraph::new(waiting(live))
-                .style(theme.dim())
-                .block(block),
-            area,
-        );
-        return;
+        return placeholder(frame, area, live, block, theme);
     }
     let data: Vec<Vec<(f64, f64)>> = names
         .iter()
@@ -963,13 +949,8 @@ fn distribution(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
 /// One operation in detail: its throughput and latency over time, outcomes, streams.
 fn operation(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, theme: &Theme) {
     let Some(o) = live.ops.get(state.selected) else {
-        frame.render_widget(
-            Paragraph::new(waiting(live))
-                .style(theme.dim())
-                .block(Block::bordered().title(" operation ")),
-            area,
-        );
-        return;
+        let block = Block::bordered().title(" operation ");
+        return placeholder(frame, area, live, block, theme);
     };
     let [charts, detail] =
         Layout::vertical([Constraint::Min(6), Constraint::Length(7)]).areas(area);
