@@ -1,8 +1,9 @@
 //! Command-line interface: `run`, `init`, `serve`, `validate`, `probe`, `completions`, `man`.
 //!
-//! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success; 1 the target failed a check
-//! (thresholds breached, a regression, a failed probe); 2 usage, scenario, set-up or runtime
-//! error, including an interrupted run (its partial results are still written).
+//! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
+//! included); 1 the target failed a check (thresholds breached, a failed probe); 2 usage,
+//! scenario, set-up or runtime error, including a run interrupted by a signal (its partial
+//! results are still written).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -485,38 +486,50 @@ fn run(
     // find-max prints a line per step, unless the dashboard owns the screen.
     opts.progress = matches!(display, Display::Lines | Display::Json);
     let result = if plan.find_max.is_some() {
-        driver::findmax::find_max(plan, &opts, interrupt).map(|(report, dir)| {
+        driver::findmax::find_max(plan, &opts, interrupt.clone()).map(|(report, dir)| {
             (
                 driver::findmax::render(&report, &dir),
                 report.interrupted,
+                false,
                 dir,
             )
         })
     } else {
-        driver::run(plan, &opts, interrupt)
-            .map(|out| (driver::render(&out), out.summary.interrupted, out.dir))
+        driver::run(plan, &opts, interrupt.clone()).map(|out| {
+            let breached = out.summary.breached().next().is_some();
+            (
+                driver::render(&out),
+                out.summary.interrupted,
+                breached,
+                out.dir,
+            )
+        })
     };
     drop(opts);
     // The dashboard shows the final result, then gives the terminal back.
     if let Err(e) = watcher.finish() {
         eprintln!("warning: {e}");
     }
-    let (rendered, interrupted, dir) = match result {
+    let (rendered, interrupted, breached, dir) = match result {
         Ok(r) => r,
         Err(e) => return error(e),
     };
     print!("{rendered}");
+    let by_signal = interrupt.is_cancelled() && !watcher.stopped_by_viewer();
+    if by_signal {
+        eprintln!("interrupted: partial results written to {}", dir.display());
+        return ExitCode::from(EXIT_ERROR);
+    }
+    if breached {
+        eprintln!("thresholds breached: results written to {}", dir.display());
+        return ExitCode::from(EXIT_FAILED);
+    }
     if interrupted && watcher.stopped_by_viewer() {
         // Stopped from the dashboard: a deliberate end, its results complete for the time run.
         eprintln!(
             "stopped from the dashboard: results written to {}",
             dir.display()
         );
-        return ExitCode::SUCCESS;
-    }
-    if interrupted {
-        eprintln!("interrupted: partial results written to {}", dir.display());
-        return ExitCode::from(EXIT_ERROR);
     }
     ExitCode::SUCCESS
 }

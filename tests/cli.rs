@@ -378,3 +378,91 @@ fn completions_and_man_page_come_from_the_cli() {
     );
     assert!(out.contains("init") && out.contains("completions"));
 }
+
+/// Runs the quickstart briefly with extra `--set`s; (exit code, stdout, summary.json).
+fn quick_run(sets: &[&str], duration: &str) -> (i32, String, serde_json::Value) {
+    let dir = scratch();
+    let out_dir = dir.path().join("run").display().to_string();
+    let mut args = vec![
+        "run",
+        "scenarios/quickstart.toml",
+        "--duration",
+        duration,
+        "--set",
+        "load.warmup=0s",
+        "--quiet",
+        "--output",
+        &out_dir,
+    ];
+    for s in sets {
+        args.extend_from_slice(&["--set", s]);
+    }
+    let (code, out, err) = mcpbench(&args, &repo());
+    let summary = std::fs::read(dir.path().join("run/summary.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or_else(|_| panic!("no summary.json: {out}{err}"));
+    (code, out, summary)
+}
+
+#[test]
+fn thresholds_decide_the_exit_code_both_ways() {
+    let (code, out, s) = quick_run(
+        &[
+            "thresholds.p99=< 10s",
+            "thresholds.error_rate=< 1%",
+            "thresholds.\"tools/call:echo\".throughput=> 1/s",
+        ],
+        "2s",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("thresholds: 3 of 3 held"), "{out}");
+    assert!(
+        s["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["passed"] == true),
+        "{s}"
+    );
+    assert!(s["totals"]["latency"]["p99_ms"].as_f64().unwrap() > 0.0);
+
+    let (code, out, s) = quick_run(
+        &["thresholds.p99=< 1us", "thresholds.error_rate=< 1%"],
+        "2s",
+    );
+    assert_eq!(code, 1, "a breached threshold is exit code 1: {out}");
+    assert!(
+        out.contains("thresholds: 1 of 2 held — BREACHED") && out.contains("FAIL p99 < 1us"),
+        "{out}"
+    );
+    let p99 = &s["thresholds"][0];
+    assert_eq!(
+        (p99["name"].as_str(), p99["passed"].as_bool()),
+        (Some("p99"), Some(false)),
+        "{s}"
+    );
+    assert!(p99["value"].as_f64().unwrap() > 0.001);
+    assert_eq!(s["interrupted"], false);
+}
+
+#[test]
+fn abort_on_fail_stops_the_run_at_the_first_breach() {
+    let (code, out, s) = quick_run(
+        &["thresholds.p99=< 1us", "thresholds.abort_on_fail=true"],
+        "60s",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(s["interrupted"], true);
+    assert!(
+        s["measured_seconds"].as_f64().unwrap() < 10.0,
+        "stopped early: {s}"
+    );
+    assert!(
+        s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("abort_on_fail")),
+        "{s}"
+    );
+}

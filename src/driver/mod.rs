@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot, ShardMsg};
-use crate::metrics::grid::Grid;
+use crate::metrics::grid::{Grid, Phase};
 use crate::protocol::jsonrpc::Codec;
 use crate::report::build::{RunFacts, load_info, summarize};
 use crate::report::live::{Live, LiveSink, RunHeader};
@@ -221,7 +221,8 @@ pub fn run(
         sink.send_replace(Some(Arc::new(live.clone())));
         Watch { sink, live }
     });
-    let interrupted = rt.block_on(collect(&ctx, &mut collector, rx, &interrupt, &mut watch));
+    let (interrupted, threshold_stop) =
+        rt.block_on(collect(&ctx, &mut collector, rx, &interrupt, &mut watch));
     for t in threads {
         let _ = t.join();
     }
@@ -233,6 +234,9 @@ pub fn run(
     }
 
     let mut notes = Vec::new();
+    if let Some(n) = &threshold_stop {
+        notes.push(n.clone());
+    }
     if let Some(e) = &collector.hlog_error {
         notes.push(format!("latency.hlog or timeseries.csv is incomplete: {e}"));
     }
@@ -244,7 +248,7 @@ pub fn run(
         target,
         workers,
         measured: run_end.saturating_duration_since(ctx.warmup_end.min(run_end)),
-        interrupted,
+        interrupted: interrupted || threshold_stop.is_some(),
         cpu: collector.ends.iter().map(|e| e.cpu).sum(),
         notes,
     };
@@ -291,21 +295,23 @@ fn context(
 }
 
 /// Merges the workers' shards until every worker has ended; aborts the workers on
-/// `interrupt`, or when requests still run past the drain deadline (end + timeout + 2 s).
-/// Returns whether the run was interrupted.
+/// `interrupt`, when requests still run past the drain deadline (end + timeout + 2 s), or
+/// (`abort_on_fail`) when a threshold is breached. Returns whether the run was interrupted,
+/// and why a threshold stopped it.
 async fn collect(
     ctx: &runner::Ctx,
     collector: &mut Collector,
     mut rx: UnboundedReceiver<ShardMsg>,
     interrupt: &CancellationToken,
     watch: &mut Option<Watch>,
-) -> bool {
+) -> (bool, Option<String>) {
     let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let abort = || {
         ctx.aborted.store(true, Ordering::Relaxed);
         ctx.abort.cancel();
     };
     let mut interrupted = false;
+    let mut threshold_stop = None;
     loop {
         tokio::select! {
             msg = rx.recv() => match msg {
@@ -314,11 +320,17 @@ async fn collect(
                     if let Some(w) = watch.as_mut().filter(|_| !done.is_empty()) {
                         w.publish(&done, collector);
                     }
+                    if threshold_stop.is_none()
+                        && let Some(why) = breached_now(ctx, collector, &done)
+                    {
+                        threshold_stop = Some(why);
+                        abort();
+                    }
                     if collector.all_done() {
-                        return interrupted;
+                        return (interrupted, threshold_stop);
                     }
                 }
-                None => return interrupted,
+                None => return (interrupted, threshold_stop),
             },
             _ = interrupt.cancelled(), if !interrupted => {
                 interrupted = true;
@@ -329,6 +341,29 @@ async fn collect(
             }
         }
     }
+}
+
+/// `abort_on_fail`: after a measured interval, the first threshold the run so far breaches.
+fn breached_now(
+    ctx: &runner::Ctx,
+    collector: &Collector,
+    done: &[IntervalSnapshot],
+) -> Option<String> {
+    let t = &ctx.plan.thresholds;
+    let last = done.iter().rev().find(|s| s.phase == Phase::Measured)?;
+    if !t.abort_on_fail || t.checks.is_empty() {
+        return None;
+    }
+    let measured = last.end.saturating_sub(ctx.plan.load.warmup);
+    let s =
+        crate::report::build::provisional(&ctx.plan, collector.ops(), &collector.totals, measured);
+    let b = s.breached().next()?;
+    Some(format!(
+        "stopped early at {:.1}s: threshold {} {} breached (abort_on_fail)",
+        last.end.as_secs_f64(),
+        b.name,
+        b.condition
+    ))
 }
 
 /// A run's live view and where it goes.

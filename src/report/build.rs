@@ -9,6 +9,8 @@ use super::summary::{
     self, Generator, Latency, LoadInfo, Operation, ProfileInfo, ScenarioInfo, StageInfo, Summary,
     TargetInfo, Totals, WarmupOperation,
 };
+use super::verdict;
+use crate::metrics::outcome::Class;
 use crate::metrics::recorder::{Recorder, SessionCounts};
 use crate::scenario::plan::{Arrival, Model, OP_INITIALIZE};
 use crate::scenario::{Plan, Sessions};
@@ -58,13 +60,14 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         .filter(|(i, _)| *i != OP_INITIALIZE)
         .map(|(_, o)| o)
         .collect();
-    let work_totals = summary::totals(&workload, totals.dropped, seconds);
+    let mut work_totals = summary::totals(&workload, totals.dropped, seconds);
+    work_totals.latency = workload_latency(totals);
     let opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, seconds);
     let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
         + totals.warmup.iter().map(|w| w.0).sum::<u64>();
     let mut notes = notes(plan, &operations, &work_totals, &opening, &totals.sessions);
     notes.extend(facts.notes);
-    Summary {
+    let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
         mcpbench_version: env!("CARGO_PKG_VERSION").to_string(),
         scenario: ScenarioInfo {
@@ -96,7 +99,45 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
                 .map(Latency::from_hist),
         },
         notes,
+        thresholds: Vec::new(),
+    };
+    summary.thresholds = verdict::evaluate(&plan.thresholds.checks, &summary);
+    summary
+}
+
+/// A summary of a run still going, `measured` into its measured window: what
+/// `abort_on_fail` judges once per interval. The target and times are left blank.
+pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Duration) -> Summary {
+    let facts = RunFacts {
+        scenario_file: String::new(),
+        started_at: String::new(),
+        target: TargetInfo {
+            kind: String::new(),
+            transport: String::new(),
+            http: String::new(),
+            url: String::new(),
+            headers: Vec::new(),
+            protocol_offered: String::new(),
+            protocol_negotiated: String::new(),
+        },
+        workers: 0,
+        measured,
+        interrupted: false,
+        cpu: None,
+        notes: Vec::new(),
+    };
+    summarize(plan, ops, totals, facts)
+}
+
+/// Latency of ok responses over the workload's operations (the session opening left out).
+fn workload_latency(totals: &Recorder) -> Option<Latency> {
+    let mut all = crate::metrics::recorder::new_histogram();
+    for (i, s) in totals.ops.iter().enumerate() {
+        if let (false, Some(h)) = (i == OP_INITIALIZE, s.hist(Class::Ok)) {
+            let _ = all.add(h);
+        }
     }
+    (!all.is_empty()).then(|| Latency::from_hist(&all))
 }
 
 /// The load as the plan set it.

@@ -7,5 +7,6 @@ pub mod files;
 pub mod live;
 pub mod summary;
 pub mod text;
+pub mod verdict;
 
 pub use summary::Summary;

@@ -37,6 +37,31 @@ pub struct Summary {
     pub generator: Generator,
     /// Things the reader should know: anomalies detected in what was measured, and warnings.
     pub notes: Vec<String>,
+    /// The scenario's `[thresholds]`, each with the value measured and whether it held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
+}
+
+/// One threshold, evaluated.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdResult {
+    /// What it is about: `p99`, `tools/call:search-contacts p99`, `error_rate`.
+    pub name: String,
+    /// As written, e.g. `< 50ms`.
+    pub condition: String,
+    /// The value measured, in `unit` (`ms`, `/s`, or none for a fraction); absent when there
+    /// was nothing to measure (no ok response for a latency), which fails the threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    pub unit: String,
+    pub passed: bool,
+}
+
+impl Summary {
+    /// Thresholds that did not hold.
+    pub fn breached(&self) -> impl Iterator<Item = &ThresholdResult> {
+        self.thresholds.iter().filter(|t| !t.passed)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -118,6 +143,9 @@ pub struct Totals {
     pub error_rate: f64,
     /// Open loop: arrivals not sent because `max_in_flight` requests were in flight.
     pub dropped: u64,
+    /// Latency of ok responses, these operations together (exact: their histograms merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -361,5 +389,6 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
             0.0
         },
         dropped,
+        latency: None,
     }
 }

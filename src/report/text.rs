@@ -236,5 +236,39 @@ pub fn render(s: &Summary) -> String {
     for n in &s.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    thresholds(&mut out, s);
     out
+}
+
+/// `thresholds: 2 of 3 held` and one line each, the breached ones marked.
+fn thresholds(out: &mut String, s: &Summary) {
+    if s.thresholds.is_empty() {
+        return;
+    }
+    let held = s.thresholds.iter().filter(|t| t.passed).count();
+    let _ = writeln!(
+        out,
+        "thresholds: {held} of {} held{}",
+        s.thresholds.len(),
+        if held < s.thresholds.len() {
+            " — BREACHED (exit code 1)"
+        } else {
+            ""
+        }
+    );
+    for t in &s.thresholds {
+        let value = match (t.value, t.unit.as_str()) {
+            (None, _) => "nothing measured".to_string(),
+            (Some(v), "ms") => ms(v),
+            (Some(v), "") => format!("{:.3}%", v * 100.0),
+            (Some(v), unit) => format!("{v:.1}{unit}"),
+        };
+        let _ = writeln!(
+            out,
+            "  {} {} {}: {value}",
+            if t.passed { "ok  " } else { "FAIL" },
+            t.name,
+            t.condition
+        );
+    }
 }

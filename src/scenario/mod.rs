@@ -19,6 +19,7 @@ pub mod overrides;
 pub mod plan;
 pub mod raw;
 mod target;
+pub mod thresholds;
 mod workload;
 
 use std::fmt;
@@ -31,6 +32,7 @@ pub use plan::{
     Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
 };
 pub use target::parse_url;
+pub use thresholds::{Threshold, Thresholds};
 
 /// A problem at a place in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -40,12 +40,13 @@ impl Override {
         let (key, value) = arg
             .split_once('=')
             .ok_or_else(|| format!("`{arg}`: expected KEY=VALUE, e.g. load.timeout=2s"))?;
-        let key = key.trim();
-        if key.is_empty() || key.split('.').any(str::is_empty) {
-            return Err(format!(
-                "`{arg}`: the key must be dotted names, e.g. load.timeout"
-            ));
-        }
+        let key = dotted(key.trim()).ok_or_else(|| {
+            format!(
+                "`{arg}`: the key must be dotted TOML keys, e.g. load.timeout or \
+                 thresholds.\"tools/call:echo\".p99"
+            )
+        })?;
+        let key = key.as_str();
         let value = value.trim();
         let parsed = format!("v = {value}")
             .parse::<toml::Table>()
@@ -107,6 +108,47 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioEr
     }
 }
 
+/// A TOML dotted key (`a.b`, `a."b.c"`) in the form diagnostics use: segments that are not
+/// bare keys quoted. `None` when it is not one.
+fn dotted(key: &str) -> Option<String> {
+    let parts = segments(key)?;
+    Some(
+        parts
+            .iter()
+            .map(|p| bare_or_quoted(p))
+            .collect::<Vec<_>>()
+            .join("."),
+    )
+}
+
+fn bare_or_quoted(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        format!("\"{k}\"")
+    }
+}
+
+/// The segments of a TOML dotted key; `None` when it is not one.
+fn segments(key: &str) -> Option<Vec<String>> {
+    let mut table: toml::Table = format!("{key} = 0").parse().ok()?;
+    let mut parts = Vec::new();
+    loop {
+        if table.len() != 1 {
+            return None;
+        }
+        let (k, v) = table.into_iter().next()?;
+        parts.push(k);
+        match v {
+            toml::Value::Table(t) => table = t,
+            _ => return Some(parts),
+        }
+    }
+}
+
 fn flag_error(o: &Override, message: String) -> ScenarioError {
     ScenarioError::Invalid(Box::new(Diagnostic {
         file: o.flag.clone(),
@@ -120,8 +162,10 @@ fn flag_error(o: &Override, message: String) -> ScenarioError {
 
 /// Sets (or removes) one dotted key, creating the tables on the way.
 fn apply(doc: &mut toml::Table, o: &Override) -> Result<(), ScenarioError> {
-    let parts: Vec<&str> = o.key.split('.').collect();
-    let (last, path) = parts.split_last().expect("split yields one part at least");
+    let parts = segments(&o.key).unwrap_or_else(|| vec![o.key.clone()]);
+    let Some((last, path)) = parts.split_last() else {
+        return Err(flag_error(o, "an empty key".into()));
+    };
     let mut table = doc;
     for (i, part) in path.iter().enumerate() {
         let entry = table
@@ -142,7 +186,7 @@ fn apply(doc: &mut toml::Table, o: &Override) -> Result<(), ScenarioError> {
             table.insert(last.to_string(), v.clone());
         }
         None => {
-            table.remove(*last);
+            table.remove(last);
         }
     }
     Ok(())
@@ -209,5 +253,11 @@ mod tests {
         assert_eq!(o.value, Some(toml::Value::String("30s".into())));
         assert!(Override::parse_set("load.duration").is_err());
         assert!(Override::parse_set("load..x=1").is_err());
+        let o = Override::parse_set("thresholds.\"tools/call:a.b\".p99=< 5ms").unwrap();
+        assert_eq!(o.key, "thresholds.\"tools/call:a.b\".p99");
+        assert_eq!(
+            segments(&o.key).unwrap(),
+            ["thresholds", "tools/call:a.b", "p99"]
+        );
     }
 }

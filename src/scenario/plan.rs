@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::args::ArgTemplate;
 use super::check::{line_of, toml_error};
 use super::raw::RawScenario;
+use super::thresholds::Thresholds;
 use super::{Place, ScenarioError, Source, load, target, workload};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::Revision;
@@ -23,6 +24,8 @@ pub struct Plan {
     pub ops: Vec<String>,
     /// Search for the highest load that meets an SLO instead of one run.
     pub find_max: Option<FindMax>,
+    /// Pass/fail conditions on the result (`[thresholds]`).
+    pub thresholds: Thresholds,
 }
 
 /// `[find_max]`: step the load level (rate, or virtual users) until the SLO breaks.
@@ -380,6 +383,12 @@ pub(crate) fn build(
         .as_ref()
         .map(|f| load::find_max(src, f, &load))
         .transpose()?;
+    let thresholds = raw
+        .thresholds
+        .as_ref()
+        .map(|t| super::thresholds::thresholds(src, t, &ops))
+        .transpose()?
+        .unwrap_or_default();
     Ok(Plan {
         name,
         description: raw.description.clone(),
@@ -388,6 +397,7 @@ pub(crate) fn build(
         workload,
         ops,
         find_max,
+        thresholds,
     })
 }
 

@@ -17,6 +17,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub workload: Vec<Spanned<RawWorkload>>,
     pub find_max: Option<Spanned<RawFindMax>>,
+    /// Read by `thresholds`: metric = "condition", or an operation's table of them.
+    pub thresholds: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
 }
 
 #[derive(Debug, Deserialize)]

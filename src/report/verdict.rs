@@ -1,0 +1,53 @@
+//! The scenario's thresholds evaluated on a summary: each condition with the value measured
+//! and whether it held. The same function serves the end of a run and `abort_on_fail` during
+//! it, so a run stopped early and a finished one are judged alike.
+
+use super::summary::{self, Latency, Operation, Summary, ThresholdResult};
+use crate::scenario::thresholds::{Metric, Threshold};
+
+/// Evaluates every threshold on `s`.
+pub fn evaluate(checks: &[Threshold], s: &Summary) -> Vec<ThresholdResult> {
+    checks
+        .iter()
+        .map(|t| {
+            let value = measured(t, s);
+            ThresholdResult {
+                name: t.name(),
+                condition: t.written.clone(),
+                value: value.map(|v| (v * 1000.0).round() / 1000.0),
+                unit: t.metric.unit().to_string(),
+                passed: value.is_some_and(|v| t.holds(v)),
+            }
+        })
+        .collect()
+}
+
+/// The value a threshold is about, in its metric's unit; `None` when there is nothing to
+/// measure (an operation that never answered ok, for a latency).
+fn measured(t: &Threshold, s: &Summary) -> Option<f64> {
+    let (latency, throughput, error_rate) = match &t.operation {
+        None => (
+            s.totals.latency.as_ref(),
+            s.totals.throughput,
+            s.totals.error_rate,
+        ),
+        Some(name) => {
+            let op: &Operation = s.operations.iter().find(|o| &o.name == name)?;
+            let alone = summary::totals(&[op], 0, s.measured_seconds);
+            (op.latency.as_ref(), op.throughput, alone.error_rate)
+        }
+    };
+    let pick = |l: &Latency| match t.metric {
+        Metric::P50 => l.p50_ms,
+        Metric::P90 => l.p90_ms,
+        Metric::P99 => l.p99_ms,
+        Metric::P999 => l.p999_ms,
+        Metric::Max => l.max_ms,
+        _ => l.mean_ms,
+    };
+    match t.metric {
+        Metric::Throughput => Some(throughput),
+        Metric::ErrorRate => Some(error_rate),
+        _ => latency.map(pick),
+    }
+}
