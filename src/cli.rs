@@ -1,4 +1,5 @@
-//! Command-line interface: `run`, `init`, `serve`, `validate`, `probe`, `completions`, `man`.
+//! Command-line interface: `run`, `init`, `report`, `serve`, `validate`, `probe`,
+//! `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
 //! included); 1 the target failed a check (thresholds breached, a failed probe); 2 usage,
@@ -109,6 +110,12 @@ pub enum Command {
         mcpbench init https://gw.example/mcp -H 'Authorization: Bearer ${MCP_TOKEN}'"
     )]
     Init(InitOptions),
+    /// Render a finished run's report again from its files: report.md and report.html in
+    /// its directory (parameters, outcomes, thresholds, generator health, plots).
+    Report {
+        /// The run directory (or its summary.json).
+        run: PathBuf,
+    },
     /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -299,6 +306,23 @@ pub fn execute(cli: Cli) -> ExitCode {
         }),
         Command::Validate { scenario, connect } => validate(&scenario, connect),
         Command::Init(o) => init(&o),
+        Command::Report { run } => match crate::report::run::RunFiles::read(&run) {
+            Ok(files) => match crate::report::document::write(&files) {
+                Ok(()) => {
+                    println!(
+                        "{}\n{}",
+                        files.dir.join("report.md").display(),
+                        files.dir.join("report.html").display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => error(format_args!(
+                    "cannot write the report into {}: {e}",
+                    files.dir.display()
+                )),
+            },
+            Err(e) => error(e),
+        },
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

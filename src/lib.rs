@@ -3,12 +3,12 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | init | serve | validate [--connect] | probe |
+//! cli         clap definitions: run | init | report | serve | validate [--connect] | probe |
 //!             completions | man; scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
-//!             generators (args); command-line overrides (overrides). Knows no server:
-//!             tools are checked in preflight
+//!             generators (args); command-line overrides (overrides); thresholds. Knows no
+//!             server: tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
 //!             protocol revisions (version); tool input schemas (schema)
 //! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); the one SSE
@@ -22,8 +22,9 @@
 //!             transports fill (recorder); the interval grid (grid); interval merging,
 //!             HdrHistogram interval log, time series (collector). Knows no transport
 //! report/     the one result model (summary), built from totals + plan + run facts (build),
-//!             rendered as text (text) and files (files); the live view of a running test
-//!             (live). Knows no driver
+//!             rendered as text (text) and files (files); thresholds judged (verdict); a
+//!             finished run read back (run) and rendered as report.md / report.html
+//!             (document, svg); the live view of a running test (live). Knows no driver
 //! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
 //!             terminal, format) or progress lines / JSON on stderr
 //! init        `mcpbench init`: a starter scenario from a server's tools

@@ -3,6 +3,7 @@
 mod support;
 
 mod architecture;
+mod browser;
 mod cli;
 mod e2e;
 mod interop;
@@ -11,6 +12,7 @@ mod matrix;
 mod outcomes;
 mod preflight;
 mod reference_server;
+mod report;
 mod server_legacy_sse;
 mod server_stateless;
 mod server_stdio;

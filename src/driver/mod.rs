@@ -22,8 +22,9 @@ use crate::metrics::grid::{Grid, Phase};
 use crate::protocol::jsonrpc::Codec;
 use crate::report::build::{RunFacts, load_info, summarize};
 use crate::report::live::{Live, LiveSink, RunHeader};
+use crate::report::run::RunFiles;
 use crate::report::summary::TargetInfo;
-use crate::report::{Summary, files, text};
+use crate::report::{Summary, document, files, text};
 use crate::scenario::{Diagnostic, Plan};
 use crate::transport::Endpoint;
 use preflight::Preflight;
@@ -254,6 +255,11 @@ pub fn run(
     };
     let summary = summarize(&plan, &ops, &collector.totals, facts);
     files::write_summary(&dir, &summary).map_err(output_error(&dir))?;
+    // The reports are rendered from the files just written, as `mcpbench report DIR` would.
+    let reports = RunFiles::read(&dir)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|run| document::write(&run));
+    reports.map_err(output_error(&dir))?;
     Ok(RunOutput { summary, dir })
 }
 
@@ -386,7 +392,7 @@ impl Watch {
 pub fn render(out: &RunOutput) -> String {
     let mut s = text::render(&out.summary);
     s.push_str(&format!(
-        "results: {}/ (summary.json, latency.hlog, timeseries.csv)\n",
+        "results: {}/ (summary.json, latency.hlog, timeseries.csv, report.md, report.html)\n",
         out.dir.display()
     ));
     s

@@ -3,9 +3,12 @@
 //! test read (`live`).
 
 pub mod build;
+pub mod document;
 pub mod files;
 pub mod live;
+pub mod run;
 pub mod summary;
+pub mod svg;
 pub mod text;
 pub mod verdict;
 

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::summary::{Latency, Operation, Outcomes, Summary};
 
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.2}s", v / 1000.0)
     } else if v >= 100.0 {
@@ -69,7 +69,7 @@ fn row(out: &mut String, op: &Operation) {
     );
 }
 
-fn describe_load(s: &Summary) -> String {
+pub(crate) fn describe_load(s: &Summary) -> String {
     let l = &s.load;
     let p = &l.profile;
     let level = |v: f64| {

@@ -1,0 +1,459 @@
+//! The report of a finished run as one neutral document — headings, paragraphs, tables,
+//! lists, charts — rendered as Markdown (`report.md`, fit for a pull-request comment; charts
+//! left out) and as one self-contained HTML file (`report.html`, charts as inline SVG).
+
+use std::fmt::Write;
+
+use super::run::RunFiles;
+use super::svg::{Chart, Series, line_chart};
+use super::text::{describe_load, ms, outcomes_line};
+
+/// One piece of a report.
+#[derive(Debug, Clone)]
+pub enum Block {
+    Heading(String),
+    Para(String),
+    List(Vec<String>),
+    Table {
+        head: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    /// An SVG chart (HTML only).
+    Chart(String),
+}
+
+/// The report's content.
+pub fn document(run: &RunFiles) -> Vec<Block> {
+    let s = &run.summary;
+    let mut doc = vec![Block::Heading(format!("mcpbench: {}", s.scenario.name))];
+    doc.push(Block::List(vec![
+        format!("started {} · mcpbench {}", s.started_at, s.mcpbench_version),
+        format!(
+            "target {} ({}) · {} · HTTP/{} · protocol {} offered, {} negotiated",
+            s.target.url,
+            s.target.kind,
+            s.target.transport,
+            s.target.http,
+            s.target.protocol_offered,
+            s.target.protocol_negotiated
+        ),
+        format!(
+            "load: {} · {:.0}s ({:.0}s warm-up excluded) · timeout {:.1}s · sessions {} · {} worker threads",
+            describe_load(s),
+            s.load.duration_seconds,
+            s.load.warmup_seconds,
+            s.load.timeout_seconds,
+            s.load.sessions,
+            s.load.workers
+        ),
+        format!(
+            "measured {:.1}s{}",
+            s.measured_seconds,
+            if s.interrupted {
+                " — stopped early: partial results"
+            } else {
+                ""
+            }
+        ),
+    ]));
+    if !s.thresholds.is_empty() {
+        doc.push(Block::Heading("Thresholds".into()));
+        doc.push(Block::Table {
+            head: vec![
+                "result".into(),
+                "threshold".into(),
+                "condition".into(),
+                "measured".into(),
+            ],
+            rows: s
+                .thresholds
+                .iter()
+                .map(|t| {
+                    vec![
+                        if t.passed { "held" } else { "BREACHED" }.into(),
+                        t.name.clone(),
+                        t.condition.clone(),
+                        match (t.value, t.unit.as_str()) {
+                            (None, _) => "nothing measured".into(),
+                            (Some(v), "ms") => ms(v),
+                            (Some(v), "") => format!("{:.3} %", v * 100.0),
+                            (Some(v), u) => format!("{v:.1}{u}"),
+                        },
+                    ]
+                })
+                .collect(),
+        });
+    }
+    doc.push(Block::Heading("Operations".into()));
+    let lat = |l: Option<&super::summary::Latency>, f: fn(&super::summary::Latency) -> f64| {
+        l.map_or("-".into(), |l| ms(f(l)))
+    };
+    doc.push(Block::Table {
+        head: [
+            "operation",
+            "requests",
+            "ok/s",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "outcomes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: s
+            .operations
+            .iter()
+            .filter(|o| o.started > 0)
+            .map(|o| {
+                let l = o.latency.as_ref();
+                vec![
+                    o.name.clone(),
+                    o.started.to_string(),
+                    format!("{:.1}", o.throughput),
+                    lat(l, |l| l.p50_ms),
+                    lat(l, |l| l.p90_ms),
+                    lat(l, |l| l.p99_ms),
+                    lat(l, |l| l.p999_ms),
+                    lat(l, |l| l.max_ms),
+                    outcomes_line(&o.outcomes),
+                ]
+            })
+            .collect(),
+    });
+    let t = &s.totals;
+    doc.push(Block::Para(format!(
+        "Total: {} started = {} completed + {} failed + {} cancelled; {:.1} ok/s; error rate {:.3} %{}.",
+        t.started,
+        t.completed,
+        t.failed,
+        t.cancelled,
+        t.throughput,
+        t.error_rate * 100.0,
+        t.latency.as_ref().map_or(String::new(), |l| format!(
+            "; latency p50 {} p99 {} p99.9 {}",
+            ms(l.p50_ms),
+            ms(l.p99_ms),
+            ms(l.p999_ms)
+        ))
+    )));
+    doc.push(Block::Heading("Generator and sessions".into()));
+    let g = &s.generator;
+    let mut health = vec![
+        format!(
+            "{} worker threads; CPU {} per request",
+            g.workers,
+            g.cpu_us_per_request
+                .map_or("not reported".into(), |c| format!("{c:.2} µs"))
+        ),
+        format!(
+            "sessions: {} opened, {} expired and reopened; {} connections; {} unmatched and {} late responses",
+            s.sessions.opened,
+            s.sessions.expired,
+            s.sessions.connections,
+            s.sessions.unmatched_responses,
+            s.sessions.late_responses
+        ),
+    ];
+    if s.load.model == "open" {
+        health.push(format!(
+            "open loop: {} arrivals dropped; release lateness {}",
+            t.dropped,
+            g.lateness.as_ref().map_or("-".into(), |l| format!(
+                "p50 {} p99 {} max {}",
+                ms(l.p50_ms),
+                ms(l.p99_ms),
+                ms(l.max_ms)
+            ))
+        ));
+    }
+    doc.push(Block::List(health));
+    if !s.notes.is_empty() {
+        doc.push(Block::Heading("Notes".into()));
+        doc.push(Block::List(s.notes.clone()));
+    }
+    charts(run, &mut doc);
+    doc
+}
+
+fn latency_label(ms_value: f64) -> String {
+    ms(ms_value)
+}
+
+fn rate_label(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The plots: latency spectrum per operation, throughput, latency and failures over time,
+/// open-loop lateness and drops.
+fn charts(run: &RunFiles, doc: &mut Vec<Block>) {
+    doc.push(Block::Heading("Plots".into()));
+    // Spectrum: x in "nines" (p90 = 1, p99 = 2…), the maximum half a step past p99.999.
+    let nines = |p: f64| {
+        if p >= 100.0 {
+            5.5
+        } else {
+            -(1.0 - p / 100.0).log10()
+        }
+    };
+    let spectrum = Chart {
+        title: "Latency spectrum of ok responses, per operation (log scale)",
+        x_label: "percentile",
+        y_label: "latency",
+        log_y: true,
+        x_ticks: Some(vec![
+            (nines(50.0), "p50".into()),
+            (1.0, "p90".into()),
+            (2.0, "p99".into()),
+            (3.0, "p99.9".into()),
+            (4.0, "p99.99".into()),
+            (5.0, "p99.999".into()),
+            (5.5, "max".into()),
+        ]),
+        y_format: latency_label,
+        series: run
+            .spectra
+            .iter()
+            .map(|(op, pts)| Series {
+                name: op.clone(),
+                points: pts
+                    .iter()
+                    .map(|(p, us)| (nines(*p), (*us).max(1) as f64 / 1000.0))
+                    .collect(),
+            })
+            .collect(),
+    };
+    doc.push(Block::Chart(line_chart(&spectrum)));
+    let t = run.column("t_end_s");
+    let measured: Vec<bool> = run.phases.iter().map(|p| p == "measured").collect();
+    let over_time = |col: &str, scale: f64| -> Vec<(f64, f64)> {
+        t.iter()
+            .zip(run.column(col))
+            .zip(&measured)
+            .filter(|(_, m)| **m)
+            .map(|((x, y), _)| (*x, *y * scale))
+            .collect()
+    };
+    let per_second = |col: &str| -> Vec<(f64, f64)> {
+        let starts = run.column("t_start_s");
+        t.iter()
+            .zip(starts)
+            .zip(run.column(col))
+            .zip(&measured)
+            .filter(|(_, m)| **m)
+            .map(|(((end, start), v), _)| (*end, v / (end - start).max(1e-3)))
+            .collect()
+    };
+    doc.push(Block::Chart(line_chart(&Chart {
+        title: "Throughput over time (measured intervals)",
+        x_label: "seconds since start",
+        y_label: "per second",
+        log_y: false,
+        x_ticks: None,
+        y_format: rate_label,
+        series: vec![
+            Series {
+                name: "ok/s".into(),
+                points: over_time("ok_per_s", 1.0),
+            },
+            Series {
+                name: "errors/s".into(),
+                points: per_second("errors"),
+            },
+        ],
+    })));
+    let positive = |v: Vec<(f64, f64)>| v.into_iter().filter(|p| p.1 > 0.0).collect();
+    doc.push(Block::Chart(line_chart(&Chart {
+        title: "Latency over time: p50 and p99 of ok responses per interval (log scale)",
+        x_label: "seconds since start",
+        y_label: "latency",
+        log_y: true,
+        x_ticks: None,
+        y_format: latency_label,
+        series: vec![
+            Series {
+                name: "p50".into(),
+                points: positive(over_time("p50_ms", 1.0)),
+            },
+            Series {
+                name: "p99".into(),
+                points: positive(over_time("p99_ms", 1.0)),
+            },
+            Series {
+                name: "p99.9".into(),
+                points: positive(over_time("p999_ms", 1.0)),
+            },
+        ],
+    })));
+    doc.push(Block::Chart(line_chart(&Chart {
+        title: "Outcomes over time: requests ended per interval",
+        x_label: "seconds since start",
+        y_label: "requests",
+        log_y: false,
+        x_ticks: None,
+        y_format: rate_label,
+        series: vec![
+            Series {
+                name: "ok".into(),
+                points: over_time("ok", 1.0),
+            },
+            Series {
+                name: "errors".into(),
+                points: over_time("errors", 1.0),
+            },
+            Series {
+                name: "dropped".into(),
+                points: over_time("dropped", 1.0),
+            },
+        ],
+    })));
+    if run.summary.load.model == "open" {
+        doc.push(Block::Chart(line_chart(&Chart {
+            title: "Open loop: the generator's release lateness p99 and dropped arrivals",
+            x_label: "seconds since start",
+            y_label: "lateness p99 (ms) / dropped",
+            log_y: false,
+            x_ticks: None,
+            y_format: rate_label,
+            series: vec![
+                Series {
+                    name: "lateness p99 ms".into(),
+                    points: over_time("late_p99_ms", 1.0),
+                },
+                Series {
+                    name: "dropped".into(),
+                    points: over_time("dropped", 1.0),
+                },
+            ],
+        })));
+    }
+}
+
+/// Markdown (GitHub-flavoured); charts are left to the HTML report.
+pub fn markdown(doc: &[Block]) -> String {
+    let mut out = String::new();
+    let cell = |s: &str| s.replace('|', "\\|");
+    for b in doc {
+        match b {
+            Block::Heading(h) if out.is_empty() => {
+                let _ = writeln!(out, "# {h}\n");
+            }
+            Block::Heading(h) if h == "Plots" => {
+                let _ = writeln!(
+                    out,
+                    "## Plots\n\nSee `report.html` in the same directory.\n"
+                );
+            }
+            Block::Heading(h) => {
+                let _ = writeln!(out, "## {h}\n");
+            }
+            Block::Para(p) => {
+                let _ = writeln!(out, "{p}\n");
+            }
+            Block::List(items) => {
+                for i in items {
+                    let _ = writeln!(out, "- {i}");
+                }
+                out.push('\n');
+            }
+            Block::Table { head, rows } => {
+                let _ = writeln!(
+                    out,
+                    "| {} |",
+                    head.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | ")
+                );
+                let align: Vec<&str> = head
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+                    .collect();
+                let _ = writeln!(out, "|{}|", align.join("|"));
+                for r in rows {
+                    let _ = writeln!(
+                        out,
+                        "| {} |",
+                        r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+                    );
+                }
+                out.push('\n');
+            }
+            Block::Chart(_) => {}
+        }
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One self-contained HTML page: inline CSS, inline SVG, nothing fetched.
+pub fn html(doc: &[Block]) -> String {
+    let title = match doc.first() {
+        Some(Block::Heading(h)) => esc(h),
+        _ => "mcpbench report".into(),
+    };
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
+         body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}}\
+         table{{border-collapse:collapse;margin:0.5em 0 1em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
+         td:first-child,th:first-child{{text-align:left}}th{{background:#f3f3f3}}svg.chart{{display:block;margin:1em 0;max-width:100%;height:auto}}\
+         </style></head><body>\n"
+    );
+    let mut first = true;
+    for b in doc {
+        match b {
+            Block::Heading(h) => {
+                let tag = if first { "h1" } else { "h2" };
+                let _ = writeln!(out, "<{tag}>{}</{tag}>", esc(h));
+            }
+            Block::Para(p) => {
+                let _ = writeln!(out, "<p>{}</p>", esc(p));
+            }
+            Block::List(items) => {
+                out.push_str("<ul>");
+                for i in items {
+                    let _ = write!(out, "<li>{}</li>", esc(i));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Table { head, rows } => {
+                out.push_str("<table><tr>");
+                for h in head {
+                    let _ = write!(out, "<th>{}</th>", esc(h));
+                }
+                out.push_str("</tr>");
+                for r in rows {
+                    out.push_str("<tr>");
+                    for c in r {
+                        let _ = write!(out, "<td>{}</td>", esc(c));
+                    }
+                    out.push_str("</tr>");
+                }
+                out.push_str("</table>\n");
+            }
+            Block::Chart(svg) => {
+                out.push_str(svg);
+                out.push('\n');
+            }
+        }
+        first = false;
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// Writes `report.md` and `report.html` into the run's directory.
+pub fn write(run: &RunFiles) -> std::io::Result<()> {
+    let doc = document(run);
+    std::fs::write(run.dir.join("report.md"), markdown(&doc))?;
+    std::fs::write(run.dir.join("report.html"), html(&doc))
+}

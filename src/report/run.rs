@@ -1,0 +1,138 @@
+//! A finished run read back from its directory — `summary.json`, `timeseries.csv` and
+//! `latency.hlog` — so its reports can be rendered again at any time (`mcpbench report DIR`),
+//! and are rendered exactly that way at the end of a run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+use super::files;
+use super::summary::Summary;
+
+/// Percentiles of the latency spectrum in the reports (100 is the maximum).
+pub const SPECTRUM: [f64; 11] = [
+    50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
+];
+
+/// Everything the reports show.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    /// `timeseries.csv`: column name → values, one per interval.
+    pub series: BTreeMap<String, Vec<f64>>,
+    /// `phase` of each interval.
+    pub phases: Vec<String>,
+    /// From `latency.hlog`: each operation's ok latency over the whole run (µs), merged
+    /// exactly from its intervals, as (percentile, µs) at [`SPECTRUM`].
+    pub spectra: Vec<(String, Vec<(f64, u64)>)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {why}")]
+    Bad { path: String, why: String },
+}
+
+impl RunFiles {
+    /// Reads a run directory (or the directory of a `summary.json`).
+    pub fn read(path: &Path) -> Result<RunFiles, ReadError> {
+        let dir = if path.is_file() {
+            path.parent().unwrap_or(Path::new(".")).to_path_buf()
+        } else {
+            path.to_path_buf()
+        };
+        let at = |name: &str| dir.join(name);
+        let io = |p: &Path| {
+            let path = p.display().to_string();
+            move |source| ReadError::Io { path, source }
+        };
+        let summary = files::read_summary(&at("summary.json")).map_err(io(&at("summary.json")))?;
+        let (series, phases) = match std::fs::read_to_string(at("timeseries.csv")) {
+            Ok(text) => read_csv(&text),
+            Err(_) => (BTreeMap::new(), Vec::new()),
+        };
+        let spectra = match std::fs::read(at("latency.hlog")) {
+            Ok(bytes) => read_hlog(&bytes).map_err(|why| ReadError::Bad {
+                path: at("latency.hlog").display().to_string(),
+                why,
+            })?,
+            Err(_) => Vec::new(),
+        };
+        Ok(RunFiles {
+            dir,
+            summary,
+            series,
+            phases,
+            spectra: spectra
+                .into_iter()
+                .map(|(tag, h)| (tag, points(&h)))
+                .collect(),
+        })
+    }
+
+    /// A column of the time series (empty when absent).
+    pub fn column(&self, name: &str) -> &[f64] {
+        self.series.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+fn points(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    SPECTRUM
+        .iter()
+        .map(|&p| (p, h.value_at_quantile(p / 100.0)))
+        .collect()
+}
+
+fn read_csv(text: &str) -> (BTreeMap<String, Vec<f64>>, Vec<String>) {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let mut cols: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut phases = Vec::new();
+    for line in lines {
+        for (name, v) in header.iter().zip(line.split(',')) {
+            if *name == "phase" {
+                phases.push(v.to_string());
+            } else if let Ok(x) = v.parse() {
+                cols.entry((*name).to_string()).or_default().push(x);
+            }
+        }
+    }
+    (cols, phases)
+}
+
+/// Each tag's histograms of an interval log, added: (tag, histogram), in first-seen order.
+pub fn read_hlog(bytes: &[u8]) -> Result<Vec<(String, Histogram<u64>)>, String> {
+    let mut out: Vec<(String, Histogram<u64>)> = Vec::new();
+    let mut de = Deserializer::new();
+    for entry in IntervalLogIterator::new(bytes) {
+        let entry = entry.map_err(|e| format!("unreadable interval log: {e:?}"))?;
+        let LogEntry::Interval(ilh) = entry else {
+            continue;
+        };
+        let tag = ilh
+            .tag()
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(ilh.encoded_histogram())
+            .map_err(|e| format!("bad base64 in an interval: {e}"))?;
+        let h: Histogram<u64> = de
+            .deserialize(&mut std::io::Cursor::new(raw))
+            .map_err(|e| format!("bad histogram in an interval: {e:?}"))?;
+        match out.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, acc)) => acc.add(&h).map_err(|e| format!("{e:?}"))?,
+            None => out.push((tag, h)),
+        }
+    }
+    Ok(out)
+}

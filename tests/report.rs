@@ -1,0 +1,110 @@
+//! Reports: every run directory gets report.md and report.html, rendered from its files, and
+//! `mcpbench report DIR` renders the same again. The HTML is one self-contained file.
+
+use crate::support::{mcpbench, repo, scratch};
+
+fn run(dir: &std::path::Path, sets: &[&str]) -> std::path::PathBuf {
+    let out = dir.join("run");
+    let out_arg = out.display().to_string();
+    let mut args = vec![
+        "run",
+        "scenarios/quickstart.toml",
+        "--duration",
+        "3s",
+        "--set",
+        "load.warmup=1s",
+        "--quiet",
+        "--output",
+        &out_arg,
+    ];
+    for s in sets {
+        args.extend_from_slice(&["--set", s]);
+    }
+    let (code, o, e) = mcpbench(&args, &repo());
+    assert!(code == 0 || code == 1, "{o}{e}");
+    out
+}
+
+#[test]
+fn every_run_writes_reports_that_report_renders_again() {
+    let dir = scratch();
+    let out = run(dir.path(), &["thresholds.p99=< 1us"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for op in [
+        "tools/list",
+        "tools/call:echo",
+        "tools/call:search-contacts",
+    ] {
+        assert!(md.contains(&format!("| {op} |")), "{op}: {md}");
+        assert!(html.contains(&format!("<td>{op}</td>")), "{op}");
+    }
+    assert!(md.contains("| BREACHED | p99 | < 1us |"), "{md}");
+    assert!(
+        md.contains("protocol 2025-11-25 offered, 2025-11-25 negotiated"),
+        "{md}"
+    );
+    // Self-contained: no scripts, stylesheets or images fetched.
+    for outside in ["<script", "<link", "src=", "@import"] {
+        assert!(!html.contains(outside), "{outside} in report.html");
+    }
+    assert!(
+        html.matches("<svg").count() >= 4,
+        "the plots are inline SVG"
+    );
+    assert!(html.contains("<polyline"), "lines are drawn");
+
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let (code, stdout, err) = mcpbench(&["report", &out.display().to_string()], &repo());
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("report.html"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(out.join("report.md")).unwrap(), md);
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.html")).unwrap(),
+        html
+    );
+
+    let (code, _, err) = mcpbench(
+        &["report", &dir.path().join("nothing").display().to_string()],
+        &repo(),
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("summary.json"), "{err}");
+}
+
+/// The spectrum in the report comes from latency.hlog merged exactly: its maximum per
+/// operation equals the summary's (same histograms, same buckets).
+#[test]
+fn the_interval_log_adds_up_to_the_summary() {
+    let dir = scratch();
+    let out = run(dir.path(), &[]);
+    let files = mcpbench::report::run::RunFiles::read(&out).unwrap();
+    for op in files
+        .summary
+        .operations
+        .iter()
+        .filter(|o| o.latency.is_some())
+    {
+        let l = op.latency.as_ref().unwrap();
+        let (_, pts) = files
+            .spectra
+            .iter()
+            .find(|(tag, _)| *tag == op.name)
+            .unwrap_or_else(|| panic!("{} not in latency.hlog", op.name));
+        let max_ms = pts.last().unwrap().1 as f64 / 1000.0;
+        let p50_ms = pts[0].1 as f64 / 1000.0;
+        assert!(
+            (max_ms - l.max_ms).abs() < 0.002,
+            "{}: {max_ms} vs {}",
+            op.name,
+            l.max_ms
+        );
+        assert!(
+            (p50_ms - l.p50_ms).abs() < 0.002,
+            "{}: {p50_ms} vs {}",
+            op.name,
+            l.p50_ms
+        );
+    }
+}
