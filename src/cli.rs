@@ -1,4 +1,4 @@
-//! Command-line interface: `run`, `init`, `report`, `serve`, `validate`, `probe`,
+//! Command-line interface: `run`, `init`, `report`, `compare`, `serve`, `validate`, `probe`,
 //! `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
@@ -115,6 +115,20 @@ pub enum Command {
     Report {
         /// The run directory (or its summary.json).
         run: PathBuf,
+    },
+    /// Compare two runs (directories or summary.json files): per operation, the change of
+    /// p50/p90/p99/p99.9, throughput and error rate, with a verdict that accounts for the noise
+    /// seen across each run's intervals. Exit 1 if anything regressed.
+    Compare {
+        base: PathBuf,
+        current: PathBuf,
+        /// The smallest change, in percent, that can be a regression or an improvement (also
+        /// what absorbs the drift between two runs of a shared machine).
+        #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+        min_change: f64,
+        /// `markdown` (for a pull-request comment) or `json`.
+        #[arg(long, default_value = "markdown")]
+        format: CompareFormat,
     },
     /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
     Completions {
@@ -253,6 +267,13 @@ pub struct DisplayArgs {
     pub quiet: bool,
 }
 
+/// `compare` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Markdown,
+    Json,
+}
+
 /// `--progress` formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProgressFormat {
@@ -306,6 +327,12 @@ pub fn execute(cli: Cli) -> ExitCode {
         }),
         Command::Validate { scenario, connect } => validate(&scenario, connect),
         Command::Init(o) => init(&o),
+        Command::Compare {
+            base,
+            current,
+            min_change,
+            format,
+        } => compare(&base, &current, min_change, format),
         Command::Report { run } => match crate::report::run::RunFiles::read(&run) {
             Ok(files) => match crate::report::document::write(&files) {
                 Ok(()) => {
@@ -395,6 +422,39 @@ pub fn execute(cli: Cli) -> ExitCode {
             tls: tls_cert.zip(tls_key),
             conformance,
         }),
+    }
+}
+
+/// `compare`: prints the comparison; exit 1 on a regression.
+fn compare(
+    base: &std::path::Path,
+    current: &std::path::Path,
+    min_change: f64,
+    format: CompareFormat,
+) -> ExitCode {
+    use crate::report::{compare, run::RunFiles};
+    let (b, c) = match (RunFiles::read(base), RunFiles::read(current)) {
+        (Ok(b), Ok(c)) => (b, c),
+        (Err(e), _) | (_, Err(e)) => return error(e),
+    };
+    if b.summary.scenario.name != c.summary.scenario.name {
+        eprintln!(
+            "warning: comparing different scenarios ({} and {})",
+            b.summary.scenario.name, c.summary.scenario.name
+        );
+    }
+    let cmp = compare::compare(&b, &c, min_change / 100.0);
+    match format {
+        CompareFormat::Markdown => print!("{}", compare::markdown(&cmp)),
+        CompareFormat::Json => match serde_json::to_string_pretty(&cmp) {
+            Ok(j) => println!("{j}"),
+            Err(e) => return error(e),
+        },
+    }
+    if cmp.regressed() > 0 {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

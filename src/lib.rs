@@ -3,7 +3,8 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | init | report | serve | validate [--connect] | probe |
+//! cli         clap definitions: run | init | report | compare | serve | validate [--connect] |
+//!             probe |
 //!             completions | man; scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
@@ -24,7 +25,7 @@
 //! report/     the one result model (summary), built from totals + plan + run facts (build),
 //!             rendered as text (text) and files (files); thresholds judged (verdict); a
 //!             finished run read back (run) and rendered as report.md / report.html
-//!             (document, svg); the live view of a running test (live). Knows no driver
+//!             (document, svg); two runs compared (compare); the live view of a running test (live). Knows no driver
 //! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
 //!             terminal, format) or progress lines / JSON on stderr
 //! init        `mcpbench init`: a starter scenario from a server's tools

@@ -108,3 +108,55 @@ fn the_interval_log_adds_up_to_the_summary() {
         );
     }
 }
+
+/// `compare`: two runs of the same scenario are unchanged (exit 0); doubling the embedded
+/// backend's latency is a regression of the REST-backed tools' latency (exit 1), while the
+/// noise of a single slow interval is not.
+#[test]
+fn compare_flags_an_injected_regression_and_not_noise() {
+    let dir = scratch();
+    let scenario = crate::support::scenario(
+        dir.path(),
+        "cmp.toml",
+        "name = \"cmp\"\n[embedded]\nbackend_latency = \"30ms\"\n[load]\nconcurrency = 4\nduration = \"6s\"\nwarmup = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\narguments = { query = \"a\" }\n[[workload]]\nmethod = \"tools/call\"\ntool = \"get-invoice\"\narguments = { id = \"${range:1..100}\" }\n",
+    );
+    let file = scenario.display().to_string();
+    let run_to = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name).display().to_string();
+        let mut args = vec!["run", &file, "--quiet", "--output", &out];
+        args.extend_from_slice(extra);
+        let (code, o, e) = mcpbench(&args, &repo());
+        assert_eq!(code, 0, "{o}{e}");
+        out
+    };
+    let a = run_to("a", &[]);
+    let b = run_to("b", &[]);
+    let slow = run_to("slow", &["--set", "embedded.backend_latency=60ms"]);
+
+    let (code, md, err) = mcpbench(&["compare", &a, &b], &repo());
+    assert_eq!(code, 0, "the same scenario twice: {md}{err}");
+    assert!(md.contains("**0 regressed**"), "{md}");
+
+    let (code, md, _) = mcpbench(&["compare", &a, &slow], &repo());
+    assert_eq!(code, 1, "{md}");
+    for op in ["tools/call:search-contacts", "tools/call:get-invoice"] {
+        assert!(md.contains(&format!("| {op} | p50 |")), "{md}");
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {op} | p50 |")))
+            .unwrap();
+        assert!(line.ends_with("| **regressed** |"), "{line}");
+    }
+    let (code, json, _) = mcpbench(&["compare", &a, &slow, "--format", "json"], &repo());
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let p50 = v["deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["operation"] == "tools/call:get-invoice" && d["metric"] == "p50")
+        .unwrap();
+    assert_eq!(p50["verdict"], "regressed");
+    assert!(p50["change"].as_f64().unwrap() > 0.5, "{p50}");
+    assert!(p50["statistic"].as_f64().unwrap() >= 3.0, "{p50}");
+}

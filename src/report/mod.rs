@@ -3,6 +3,7 @@
 //! test read (`live`).
 
 pub mod build;
+pub mod compare;
 pub mod document;
 pub mod files;
 pub mod live;

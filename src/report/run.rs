@@ -30,6 +30,20 @@ pub struct RunFiles {
     /// From `latency.hlog`: each operation's ok latency over the whole run (µs), merged
     /// exactly from its intervals, as (percentile, µs) at [`SPECTRUM`].
     pub spectra: Vec<(String, Vec<(f64, u64)>)>,
+    /// From `latency.hlog`: each operation's intervals, for the spread across them.
+    pub intervals: Vec<(String, Vec<IntervalPoint>)>,
+}
+
+/// One operation in one interval of the log: ok responses and their percentiles (µs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalPoint {
+    /// Seconds.
+    pub length: f64,
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,22 +75,24 @@ impl RunFiles {
             Ok(text) => read_csv(&text),
             Err(_) => (BTreeMap::new(), Vec::new()),
         };
-        let spectra = match std::fs::read(at("latency.hlog")) {
+        let log = match std::fs::read(at("latency.hlog")) {
             Ok(bytes) => read_hlog(&bytes).map_err(|why| ReadError::Bad {
                 path: at("latency.hlog").display().to_string(),
                 why,
             })?,
-            Err(_) => Vec::new(),
+            Err(_) => Hlog::default(),
         };
         Ok(RunFiles {
             dir,
             summary,
             series,
             phases,
-            spectra: spectra
-                .into_iter()
-                .map(|(tag, h)| (tag, points(&h)))
+            spectra: log
+                .merged
+                .iter()
+                .map(|(tag, h)| (tag.clone(), points(h)))
                 .collect(),
+            intervals: log.intervals,
         })
     }
 
@@ -110,9 +126,17 @@ fn read_csv(text: &str) -> (BTreeMap<String, Vec<f64>>, Vec<String>) {
     (cols, phases)
 }
 
-/// Each tag's histograms of an interval log, added: (tag, histogram), in first-seen order.
-pub fn read_hlog(bytes: &[u8]) -> Result<Vec<(String, Histogram<u64>)>, String> {
-    let mut out: Vec<(String, Histogram<u64>)> = Vec::new();
+/// An interval log read back: each tag's histograms added, and each interval's figures.
+#[derive(Debug, Default)]
+pub struct Hlog {
+    /// (tag, histogram of every interval added), in first-seen order.
+    pub merged: Vec<(String, Histogram<u64>)>,
+    pub intervals: Vec<(String, Vec<IntervalPoint>)>,
+}
+
+/// Reads an HdrHistogram interval log (V2, compressed or not).
+pub fn read_hlog(bytes: &[u8]) -> Result<Hlog, String> {
+    let mut out = Hlog::default();
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(bytes) {
         let entry = entry.map_err(|e| format!("unreadable interval log: {e:?}"))?;
@@ -129,9 +153,21 @@ pub fn read_hlog(bytes: &[u8]) -> Result<Vec<(String, Histogram<u64>)>, String> 
         let h: Histogram<u64> = de
             .deserialize(&mut std::io::Cursor::new(raw))
             .map_err(|e| format!("bad histogram in an interval: {e:?}"))?;
-        match out.iter_mut().find(|(t, _)| *t == tag) {
+        let point = IntervalPoint {
+            length: ilh.duration().as_secs_f64(),
+            count: h.len(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+        };
+        match out.intervals.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, v)) => v.push(point),
+            None => out.intervals.push((tag.clone(), vec![point])),
+        }
+        match out.merged.iter_mut().find(|(t, _)| *t == tag) {
             Some((_, acc)) => acc.add(&h).map_err(|e| format!("{e:?}"))?,
-            None => out.push((tag, h)),
+            None => out.merged.push((tag, h)),
         }
     }
     Ok(out)
