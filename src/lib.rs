@@ -4,8 +4,7 @@
 //!
 //! ```text
 //! cli         clap definitions: run | init | report | compare | serve | validate [--connect] |
-//!             probe |
-//!             completions | man; scenario overrides; exit codes
+//!             probe | completions | man; scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
 //!             generators (args); command-line overrides (overrides); thresholds. Knows no
