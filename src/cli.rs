@@ -56,6 +56,10 @@ pub enum Command {
         /// Generator threads (default: the scenario's, else one per core).
         #[arg(long)]
         workers: Option<usize>,
+        /// The final result on stdout: `text` (the table), `prometheus` (text exposition
+        /// format) or `junit` (XML: each threshold and check a test case).
+        #[arg(long, default_value = "text")]
+        format: SummaryFormat,
         #[command(flatten)]
         overrides: Overrides,
         #[command(flatten)]
@@ -115,6 +119,10 @@ pub enum Command {
     Report {
         /// The run directory (or its summary.json).
         run: PathBuf,
+        /// Print the result in this format instead of writing report.md and report.html:
+        /// `prometheus` or `junit`.
+        #[arg(long)]
+        format: Option<SummaryFormat>,
     },
     /// Compare two runs (directories or summary.json files): per operation, the change of
     /// p50/p90/p99/p99.9, throughput and error rate, with a verdict that accounts for the noise
@@ -267,6 +275,24 @@ pub struct DisplayArgs {
     pub quiet: bool,
 }
 
+/// How a final result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    Text,
+    Prometheus,
+    Junit,
+}
+
+impl SummaryFormat {
+    fn render(self, s: &crate::report::Summary) -> Option<String> {
+        match self {
+            SummaryFormat::Text => None,
+            SummaryFormat::Prometheus => Some(crate::report::export::prometheus(s)),
+            SummaryFormat::Junit => Some(crate::report::export::junit(s)),
+        }
+    }
+}
+
 /// `compare` output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
@@ -333,7 +359,16 @@ pub fn execute(cli: Cli) -> ExitCode {
             min_change,
             format,
         } => compare(&base, &current, min_change, format),
-        Command::Report { run } => match crate::report::run::RunFiles::read(&run) {
+        Command::Report { run, format } => match crate::report::run::RunFiles::read(&run) {
+            Ok(files) if format.is_some_and(|f| f != SummaryFormat::Text) => {
+                print!(
+                    "{}",
+                    format
+                        .and_then(|f| f.render(&files.summary))
+                        .unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
             Ok(files) => match crate::report::document::write(&files) {
                 Ok(()) => {
                     println!(
@@ -373,6 +408,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             results_root,
             codec,
             workers,
+            format,
             overrides,
             display,
         } => {
@@ -396,7 +432,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             };
             use std::io::IsTerminal;
             let display = display.display(std::io::stdout().is_terminal());
-            run(&scenario, &overrides, opts, display)
+            run(&scenario, &overrides, opts, display, format)
         }
         Command::Serve {
             listen,
@@ -555,6 +591,7 @@ fn run(
     overrides: &[scenario::Override],
     mut opts: RunOptions,
     display: Display,
+    format: SummaryFormat,
 ) -> ExitCode {
     let plan = match scenario::load_with(file, overrides) {
         Ok(p) => Arc::new(p),
@@ -582,7 +619,9 @@ fn run(
         driver::run(plan, &opts, interrupt.clone()).map(|out| {
             let breached = out.summary.breached().next().is_some();
             (
-                driver::render(&out),
+                format
+                    .render(&out.summary)
+                    .unwrap_or_else(|| driver::render(&out)),
                 out.summary.interrupted,
                 breached,
                 out.dir,

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod compare;
 pub mod document;
+pub mod export;
 pub mod files;
 pub mod live;
 pub mod run;

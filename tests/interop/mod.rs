@@ -4,6 +4,7 @@
 
 mod clients;
 mod conformance;
+mod export;
 mod harness;
 mod init;
 mod peers;

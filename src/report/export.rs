@@ -1,0 +1,241 @@
+//! The summary for the tools people already run: Prometheus text exposition (the final
+//! result, scraped or pushed by CI) and JUnit XML (each threshold and each accounting check a
+//! test case, so a CI system shows a breached SLO like a failed test).
+
+use std::fmt::Write;
+
+use super::summary::{Latency, Summary};
+
+/// Escapes a Prometheus label value.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A sample value without float noise (`0.001927`, not `0.0019270000000000001`).
+fn value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{v:.0}");
+    }
+    let s = format!("{v:.9}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Prometheus text format (version 0.0.4), one family per metric, every sample labelled with
+/// the scenario.
+pub fn prometheus(s: &Summary) -> String {
+    let sc = label(&s.scenario.name);
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in samples {
+            let sep = if labels.is_empty() { "" } else { "," };
+            let _ = writeln!(out, "{name}{{scenario=\"{sc}\"{sep}{labels}}} {}", value(v));
+        }
+    };
+    let op = |name: &str| format!("operation=\"{}\"", label(name));
+    let mut ended = Vec::new();
+    for o in &s.operations {
+        let oc = &o.outcomes;
+        let mut add = |class: &str, n: u64| {
+            if n > 0 {
+                ended.push((format!("{},outcome=\"{class}\"", op(&o.name)), n as f64));
+            }
+        };
+        add("ok", oc.ok);
+        add("tool_error", oc.tool_error);
+        add("rpc_error", oc.rpc_error.values().sum());
+        add("input_required", oc.input_required);
+        add("http", oc.http.values().sum());
+        add("timeout", oc.timeout);
+        add("connect", oc.connect);
+        add("io", oc.io);
+        add("protocol", oc.protocol.values().sum());
+        add("cancelled", oc.cancelled);
+    }
+    family(
+        "mcpbench_requests_total",
+        "counter",
+        "Requests ended in the measured window, by operation and outcome class.",
+        ended,
+    );
+    let mut quantiles = Vec::new();
+    let mut sums = Vec::new();
+    let mut counts = Vec::new();
+    for o in &s.operations {
+        if let Some(l) = &o.latency {
+            let q = |p: &str, ms: f64| (format!("{},quantile=\"{p}\"", op(&o.name)), ms / 1000.0);
+            quantiles.extend([
+                q("0.5", l.p50_ms),
+                q("0.9", l.p90_ms),
+                q("0.99", l.p99_ms),
+                q("0.999", l.p999_ms),
+                q("1", l.max_ms),
+            ]);
+            sums.push((op(&o.name), l.mean_ms / 1000.0 * l.count as f64));
+            counts.push((op(&o.name), l.count as f64));
+        }
+    }
+    // A summary family: quantile samples, then _sum and _count under the same name.
+    let _ = writeln!(
+        out,
+        "# HELP mcpbench_latency_seconds Latency of ok responses (exact quantiles from HdrHistograms).\n# TYPE mcpbench_latency_seconds summary"
+    );
+    for (suffix, samples) in [("", quantiles), ("_sum", sums), ("_count", counts)] {
+        for (labels, v) in samples {
+            let _ = writeln!(
+                out,
+                "mcpbench_latency_seconds{suffix}{{scenario=\"{sc}\",{labels}}} {}",
+                value(v)
+            );
+        }
+    }
+    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in samples {
+            let sep = if labels.is_empty() { "" } else { "," };
+            let _ = writeln!(out, "{name}{{scenario=\"{sc}\"{sep}{labels}}} {}", value(v));
+        }
+    };
+    family(
+        "mcpbench_throughput_ok_per_second",
+        "gauge",
+        "Ok responses per second of the measured window.",
+        s.operations
+            .iter()
+            .filter(|o| o.started > 0)
+            .map(|o| (op(&o.name), o.throughput))
+            .chain(std::iter::once((String::new(), s.totals.throughput)))
+            .collect(),
+    );
+    family(
+        "mcpbench_error_ratio",
+        "gauge",
+        "Requests that failed (not ok, tool_error or input_required) over requests ended.",
+        vec![(String::new(), s.totals.error_rate)],
+    );
+    family(
+        "mcpbench_dropped_arrivals_total",
+        "counter",
+        "Open loop: arrivals not sent because max_in_flight requests were in flight.",
+        vec![(String::new(), s.totals.dropped as f64)],
+    );
+    if let Some(c) = s.generator.cpu_us_per_request {
+        family(
+            "mcpbench_generator_cpu_seconds_per_request",
+            "gauge",
+            "The generator's worker CPU time per request started.",
+            vec![(String::new(), c / 1e6)],
+        );
+    }
+    if !s.thresholds.is_empty() {
+        family(
+            "mcpbench_threshold_passed",
+            "gauge",
+            "1 when the threshold held, 0 when it was breached.",
+            s.thresholds
+                .iter()
+                .map(|t| {
+                    (
+                        format!(
+                            "threshold=\"{}\",condition=\"{}\"",
+                            label(&t.name),
+                            label(&t.condition)
+                        ),
+                        if t.passed { 1.0 } else { 0.0 },
+                    )
+                })
+                .collect(),
+        );
+    }
+    out
+}
+
+fn xml(v: &str) -> String {
+    v.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// JUnit XML: one test suite for the run, a test case per threshold, per accounting check and
+/// per operation that had failures.
+pub fn junit(s: &Summary) -> String {
+    // (classname, name, failure message)
+    let mut cases: Vec<(String, String, Option<String>)> = Vec::new();
+    for t in &s.thresholds {
+        let measured = match (t.value, t.unit.as_str()) {
+            (None, _) => "nothing measured".to_string(),
+            (Some(v), "") => format!("{:.4} %", v * 100.0),
+            (Some(v), u) => format!("{v}{u}"),
+        };
+        cases.push((
+            "mcpbench.thresholds".into(),
+            format!("{} {}", t.name, t.condition),
+            (!t.passed).then(|| format!("breached: measured {measured}")),
+        ));
+    }
+    let t = &s.totals;
+    cases.push((
+        "mcpbench.accounting".into(),
+        "every request started is accounted for".into(),
+        (t.unaccounted != 0).then(|| format!("{} requests unaccounted", t.unaccounted)),
+    ));
+    cases.push((
+        "mcpbench.run".into(),
+        "the run completed".into(),
+        s.interrupted
+            .then(|| "stopped early: partial results".to_string()),
+    ));
+    let lat = |l: &Option<Latency>| {
+        l.as_ref()
+            .map_or(String::new(), |l| format!(", p99 {:.3} ms", l.p99_ms))
+    };
+    for o in s.operations.iter().filter(|o| o.started > 0) {
+        let failed = o.failed + o.cancelled + o.outcomes.rpc_error.values().sum::<u64>();
+        cases.push((
+            "mcpbench.operations".into(),
+            format!("{} answers without errors", o.name),
+            (failed > 0).then(|| {
+                format!(
+                    "{failed} of {} failed ({}){}",
+                    o.started,
+                    super::text::outcomes_line(&o.outcomes),
+                    lat(&o.latency)
+                )
+            }),
+        ));
+    }
+    let failures = cases.iter().filter(|c| c.2.is_some()).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"mcpbench\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">\n  <testsuite name=\"{name}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time:.3}\" timestamp=\"{ts}\">",
+        n = cases.len(),
+        time = s.measured_seconds,
+        name = xml(&format!("mcpbench {}", s.scenario.name)),
+        ts = xml(s.started_at.split('.').next().unwrap_or(&s.started_at)),
+    );
+    for (class, name, failure) in &cases {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"",
+            xml(class),
+            xml(name)
+        );
+        match failure {
+            None => out.push_str("/>\n"),
+            Some(m) => {
+                let _ = writeln!(
+                    out,
+                    ">\n      <failure message=\"{m}\" type=\"{class}\">{m}</failure>\n    </testcase>",
+                    m = xml(m),
+                    class = xml(class)
+                );
+            }
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
