@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{mcpbench, repo, scratch};
+use crate::support::scratch;
 
 fn chromium(args: &[&str], out: &Path) -> std::process::Output {
     let mut c = Command::new("chromium");
@@ -25,23 +25,8 @@ fn chromium(args: &[&str], out: &Path) -> std::process::Output {
 #[test]
 fn report_html_renders_its_plots_in_chromium() {
     let dir = scratch();
-    let out = dir.path().join("run");
-    let (code, o, e) = mcpbench(
-        &[
-            "run",
-            "scenarios/quickstart.toml",
-            "--rate",
-            "300",
-            "--duration",
-            "3s",
-            "--set",
-            "load.warmup=1s",
-            "--quiet",
-            "--output",
-            &out.display().to_string(),
-        ],
-        &repo(),
-    );
+    let (code, o, e, out) =
+        crate::support::quickstart(dir.path(), &["--rate", "300", "--set", "load.warmup=1s"]);
     assert_eq!(code, 0, "{o}{e}");
     let page = format!("file://{}", out.join("report.html").display());
     let dom = chromium(&["--dump-dom", &page], dir.path());

@@ -382,23 +382,12 @@ fn completions_and_man_page_come_from_the_cli() {
 /// Runs the quickstart briefly with extra `--set`s; (exit code, stdout, summary.json).
 fn quick_run(sets: &[&str], duration: &str) -> (i32, String, serde_json::Value) {
     let dir = scratch();
-    let out_dir = dir.path().join("run").display().to_string();
-    let mut args = vec![
-        "run",
-        "scenarios/quickstart.toml",
-        "--duration",
-        duration,
-        "--set",
-        "load.warmup=0s",
-        "--quiet",
-        "--output",
-        &out_dir,
-    ];
+    let mut extra = vec!["--duration", duration];
     for s in sets {
-        args.extend_from_slice(&["--set", s]);
+        extra.extend_from_slice(&["--set", s]);
     }
-    let (code, out, err) = mcpbench(&args, &repo());
-    let summary = std::fs::read(dir.path().join("run/summary.json"))
+    let (code, out, err, run) = crate::support::quickstart(dir.path(), &extra);
+    let summary = std::fs::read(run.join("summary.json"))
         .map(|b| serde_json::from_slice(&b).unwrap())
         .unwrap_or_else(|_| panic!("no summary.json: {out}{err}"));
     (code, out, summary)

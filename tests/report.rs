@@ -4,23 +4,11 @@
 use crate::support::{mcpbench, repo, scratch};
 
 fn run(dir: &std::path::Path, sets: &[&str]) -> std::path::PathBuf {
-    let out = dir.join("run");
-    let out_arg = out.display().to_string();
-    let mut args = vec![
-        "run",
-        "scenarios/quickstart.toml",
-        "--duration",
-        "3s",
-        "--set",
-        "load.warmup=1s",
-        "--quiet",
-        "--output",
-        &out_arg,
-    ];
+    let mut extra = vec!["--set", "load.warmup=1s"];
     for s in sets {
-        args.extend_from_slice(&["--set", s]);
+        extra.extend_from_slice(&["--set", s]);
     }
-    let (code, o, e) = mcpbench(&args, &repo());
+    let (code, o, e, out) = crate::support::quickstart(dir, &extra);
     assert!(code == 0 || code == 1, "{o}{e}");
     out
 }
@@ -159,4 +147,28 @@ fn compare_flags_an_injected_regression_and_not_noise() {
     assert_eq!(p50["verdict"], "regressed");
     assert!(p50["change"].as_f64().unwrap() > 0.5, "{p50}");
     assert!(p50["statistic"].as_f64().unwrap() >= 3.0, "{p50}");
+}
+
+/// Diagnosis with its evidence: requests that all time out at the limit are called what they
+/// are (no answer at all, not a slow one).
+#[test]
+fn timeouts_at_the_limit_are_diagnosed() {
+    let dir = scratch();
+    let out = crate::support::run_in(
+        "[load]\nconcurrency = 2\nduration = \"2s\"\ntimeout = \"200ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"sleep\"\narguments = { ms = 2000 }\n",
+        dir.path(),
+    )
+    .unwrap();
+    let note = out
+        .summary
+        .notes
+        .iter()
+        .find(|n| n.contains("timed out, clustered at the 200ms limit"))
+        .unwrap_or_else(|| panic!("{:?}", out.summary.notes));
+    assert!(note.starts_with("tools/call:sleep: "), "{note}");
+    let md = std::fs::read_to_string(out.dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("clustered at the 200ms limit"),
+        "the report carries it: {md}"
+    );
 }

@@ -102,7 +102,32 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         thresholds: Vec::new(),
     };
     summary.thresholds = verdict::evaluate(&plan.thresholds.checks, &summary);
+    if let Some(note) = generator_ceiling(&summary) {
+        summary.notes.push(note);
+    }
     summary
+}
+
+/// The generator itself near its ceiling (its threads busy most of the run, or open-loop
+/// arrivals released late): then every other number may describe mcpbench, not the target.
+fn generator_ceiling(s: &Summary) -> Option<String> {
+    let g = &s.generator;
+    let busy = g
+        .cpu_seconds
+        .map(|c| c / (g.workers.max(1) as f64 * s.load.duration_seconds.max(1e-3)));
+    let late = g.lateness.as_ref().map(|l| l.p99_ms);
+    match (busy, late) {
+        (Some(b), _) if b >= 0.85 => Some(format!(
+            "the generator's {} worker threads were busy {:.0} % of the run: it is near its own ceiling, and the latencies may include its own queueing — add workers (--workers) or machines",
+            g.workers,
+            b * 100.0
+        )),
+        (_, Some(p99)) if p99 >= 1.0 => Some(format!(
+            "the generator released open-loop arrivals late (lateness p99 {}): it is near its own ceiling at this rate",
+            super::text::ms(p99)
+        )),
+        _ => None,
+    }
 }
 
 /// A summary of a run still going, `measured` into its measured window: what
@@ -233,6 +258,21 @@ fn notes(
             n.push(format!(
                 "{}: responses carried the wrong JSON-RPC id (a proxy rewriting ids?)",
                 op.name
+            ));
+        }
+        // Timeouts that all end at the limit: the target did not answer at all, rather than
+        // slowly (a hang, a lost request, a full queue).
+        let limit_ms = plan.load.timeout.as_secs_f64() * 1000.0;
+        if let Some(t) = op.latency_by_outcome.get("timeout")
+            && t.count >= 3
+            && t.p50_ms >= limit_ms * 0.95
+        {
+            n.push(format!(
+                "{}: {} requests timed out, clustered at the {} limit (p50 of the timed-out {}): they got no answer at all, not a slow one — a hang, a lost request or a full queue",
+                op.name,
+                t.count,
+                mcpbench_knobs::format_duration(plan.load.timeout),
+                super::text::ms(t.p50_ms)
             ));
         }
     }

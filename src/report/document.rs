@@ -388,7 +388,8 @@ pub fn markdown(doc: &[Block]) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
+/// Text made safe for HTML, SVG and XML (content and attribute values).
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::document::esc as xml;
 use super::summary::{Latency, Summary};
 
 /// Escapes a Prometheus label value.
@@ -150,13 +151,6 @@ pub fn prometheus(s: &Summary) -> String {
         );
     }
     out
-}
-
-fn xml(v: &str) -> String {
-    v.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// JUnit XML: one test suite for the run, a test case per threshold, per accounting check and

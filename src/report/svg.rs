@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use super::document::esc;
+
 /// One line of a chart.
 #[derive(Debug, Clone)]
 pub struct Series {
@@ -36,12 +38,6 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 160.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 45.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
 
 /// The chart as an `<svg>` element; a note instead when there is nothing to draw.
 pub fn line_chart(c: &Chart) -> String {
