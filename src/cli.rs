@@ -1,4 +1,5 @@
-//! Command-line interface: `run`, `init`, `report`, `compare`, `serve`, `validate`, `probe`,
+//! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `validate`,
+//! `probe`,
 //! `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
@@ -137,6 +138,16 @@ pub enum Command {
         /// `markdown` (for a pull-request comment) or `json`.
         #[arg(long, default_value = "markdown")]
         format: CompareFormat,
+    },
+    /// Merge runs of one scenario (e.g. shards on several machines) into one result:
+    /// counters added, latency histograms added exactly, interval logs on one time line.
+    Merge {
+        /// The run directories.
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<PathBuf>,
+        /// The merged run's directory.
+        #[arg(long, short)]
+        output: PathBuf,
     },
     /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
     Completions {
@@ -359,6 +370,17 @@ pub fn execute(cli: Cli) -> ExitCode {
             min_change,
             format,
         } => compare(&base, &current, min_change, format),
+        Command::Merge { runs, output } => match crate::report::merge::merge(&runs, &output) {
+            Ok(s) => {
+                print!("{}", crate::report::text::render(&s));
+                println!(
+                    "results: {}/ (summary.json, latency.hlog, timeseries.csv, report.md, report.html)",
+                    output.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(e),
+        },
         Command::Report { run, format } => match crate::report::run::RunFiles::read(&run) {
             Ok(files) if format.is_some_and(|f| f != SummaryFormat::Text) => {
                 print!(

@@ -3,8 +3,8 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | init | report | compare | serve | validate [--connect] |
-//!             probe | completions | man; scenario overrides; exit codes
+//! cli         clap definitions: run | init | report | compare | merge | serve | validate
+//!             [--connect] | probe | completions | man; scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
 //!             generators (args); command-line overrides (overrides); thresholds. Knows no
@@ -24,8 +24,8 @@
 //! report/     the one result model (summary), built from totals + plan + run facts (build),
 //!             rendered as text (text) and files (files); thresholds judged (verdict); a
 //!             finished run read back (run) and rendered as report.md / report.html
-//!             (document, svg); two runs compared (compare); Prometheus and JUnit
-//!             (export); the live view of a running test (live). Knows no driver
+//!             (document, svg); two runs compared (compare); runs merged (merge);
+//!             Prometheus and JUnit (export); the live view of a running test (live). Knows no driver
 //! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
 //!             terminal, format) or progress lines / JSON on stderr
 //! init        `mcpbench init`: a starter scenario from a server's tools

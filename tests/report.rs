@@ -4,7 +4,7 @@
 use crate::support::{mcpbench, repo, scratch};
 
 fn run(dir: &std::path::Path, sets: &[&str]) -> std::path::PathBuf {
-    let mut extra = vec!["--set", "load.warmup=1s"];
+    let mut extra = vec!["--duration", "3s", "--set", "load.warmup=1s"];
     for s in sets {
         extra.extend_from_slice(&["--set", s]);
     }
@@ -171,4 +171,82 @@ fn timeouts_at_the_limit_are_diagnosed() {
         md.contains("clustered at the 200ms limit"),
         "the report carries it: {md}"
     );
+}
+
+/// `merge`: two runs merged equal their sum — counters exactly, and each operation's latency
+/// exactly the percentiles of the two runs' histograms added (read back from their logs).
+#[test]
+fn merging_two_runs_equals_their_sum_exactly() {
+    use mcpbench::report::run::read_intervals;
+    use mcpbench::report::summary::Latency;
+    let dir = scratch();
+    let halves: Vec<std::path::PathBuf> = ["a", "b"]
+        .iter()
+        .map(|h| {
+            let d = dir.path().join(h);
+            std::fs::create_dir_all(&d).unwrap();
+            run(&d, &[])
+        })
+        .collect();
+    let whole = dir.path().join("whole");
+    let args: Vec<String> = ["merge".to_string()]
+        .into_iter()
+        .chain(halves.iter().map(|h| h.display().to_string()))
+        .chain(["--output".to_string(), whole.display().to_string()])
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = mcpbench(&args, &repo());
+    assert_eq!(code, 0, "{out}{err}");
+    let read = |p: &std::path::Path| mcpbench::report::run::RunFiles::read(p).unwrap();
+    let (a, b, m) = (read(&halves[0]), read(&halves[1]), read(&whole));
+    let logs: Vec<_> = halves
+        .iter()
+        .map(|h| read_intervals(&std::fs::read(h.join("latency.hlog")).unwrap()).unwrap())
+        .collect();
+    for op in &m.summary.operations {
+        let find = |r: &mcpbench::report::run::RunFiles| {
+            r.summary
+                .operations
+                .iter()
+                .find(|o| o.name == op.name)
+                .unwrap()
+                .clone()
+        };
+        let (oa, ob) = (find(&a), find(&b));
+        assert_eq!(op.started, oa.started + ob.started, "{}", op.name);
+        assert_eq!(op.completed, oa.completed + ob.completed, "{}", op.name);
+        assert_eq!(
+            op.outcomes.ok,
+            oa.outcomes.ok + ob.outcomes.ok,
+            "{}",
+            op.name
+        );
+        let mut sum = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for log in &logs {
+            for i in log.iter().filter(|i| i.tag == op.name) {
+                sum.add(&i.hist).unwrap();
+            }
+        }
+        let expect = (!sum.is_empty()).then(|| Latency::from_hist(&sum));
+        assert_eq!(op.latency, expect, "{}: percentiles exactly", op.name);
+    }
+    assert_eq!(
+        m.summary.totals.started,
+        a.summary.totals.started + b.summary.totals.started
+    );
+    let merged_log = read_intervals(&std::fs::read(whole.join("latency.hlog")).unwrap()).unwrap();
+    let count =
+        |v: &[mcpbench::report::run::LoggedInterval]| v.iter().map(|i| i.hist.len()).sum::<u64>();
+    assert_eq!(
+        count(&merged_log),
+        count(&logs[0]) + count(&logs[1]),
+        "the merged log holds every sample"
+    );
+    assert!(whole.join("report.html").exists() && whole.join("timeseries.csv").exists());
+
+    let (code, _, err) = mcpbench(
+        &["merge", &halves[0].display().to_string(), "--output", "x"],
+        &repo(),
+    );
+    assert_eq!(code, 2, "one run is not a merge: {err}");
 }

@@ -212,7 +212,8 @@ impl CsvWriter {
         Ok(CsvWriter { out })
     }
 
-    fn row(&mut self, s: &IntervalSnapshot) -> std::io::Result<()> {
+    /// Appends the interval's row.
+    pub fn row(&mut self, s: &IntervalSnapshot) -> std::io::Result<()> {
         let mut first = true;
         for f in s.fields() {
             if !first {
@@ -222,6 +223,10 @@ impl CsvWriter {
             write!(self.out, "{f}")?;
         }
         writeln!(self.out)
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 
@@ -257,7 +262,8 @@ impl HlogWriter {
         Ok(HlogWriter { out, ser })
     }
 
-    fn write(
+    /// Appends one interval: `start` from the log's start time, `len` its length.
+    pub fn write(
         &mut self,
         tag: &str,
         h: &hdrhistogram::Histogram<u64>,

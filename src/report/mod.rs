@@ -8,6 +8,7 @@ pub mod document;
 pub mod export;
 pub mod files;
 pub mod live;
+pub mod merge;
 pub mod run;
 pub mod summary;
 pub mod svg;

@@ -134,40 +134,77 @@ pub struct Hlog {
     pub intervals: Vec<(String, Vec<IntervalPoint>)>,
 }
 
-/// Reads an HdrHistogram interval log (V2, compressed or not).
-pub fn read_hlog(bytes: &[u8]) -> Result<Hlog, String> {
-    let mut out = Hlog::default();
+/// One interval of one tag, as logged.
+#[derive(Debug, Clone)]
+pub struct LoggedInterval {
+    pub tag: String,
+    /// Seconds since the Unix epoch (the log's base time plus the interval's offset).
+    pub start: f64,
+    /// Seconds.
+    pub length: f64,
+    pub hist: Histogram<u64>,
+}
+
+/// Every interval of an HdrHistogram interval log (V2, compressed or not), in log order.
+pub fn read_intervals(bytes: &[u8]) -> Result<Vec<LoggedInterval>, String> {
+    let mut out = Vec::new();
     let mut de = Deserializer::new();
+    let mut base = 0.0;
     for entry in IntervalLogIterator::new(bytes) {
         let entry = entry.map_err(|e| format!("unreadable interval log: {e:?}"))?;
-        let LogEntry::Interval(ilh) = entry else {
-            continue;
+        let ilh = match entry {
+            LogEntry::BaseTime(t) => {
+                base = t.as_secs_f64();
+                continue;
+            }
+            LogEntry::StartTime(t) => {
+                if base == 0.0 {
+                    base = t.as_secs_f64();
+                }
+                continue;
+            }
+            LogEntry::Interval(ilh) => ilh,
         };
-        let tag = ilh
-            .tag()
-            .map(|t| t.as_str().to_string())
-            .unwrap_or_default();
         let raw = base64::engine::general_purpose::STANDARD
             .decode(ilh.encoded_histogram())
             .map_err(|e| format!("bad base64 in an interval: {e}"))?;
-        let h: Histogram<u64> = de
+        let hist: Histogram<u64> = de
             .deserialize(&mut std::io::Cursor::new(raw))
             .map_err(|e| format!("bad histogram in an interval: {e:?}"))?;
-        let point = IntervalPoint {
+        out.push(LoggedInterval {
+            tag: ilh
+                .tag()
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_default(),
+            start: base + ilh.start_timestamp().as_secs_f64(),
             length: ilh.duration().as_secs_f64(),
+            hist,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads an HdrHistogram interval log: each tag's histograms added, and each interval's
+/// figures.
+pub fn read_hlog(bytes: &[u8]) -> Result<Hlog, String> {
+    let mut out = Hlog::default();
+    for i in read_intervals(bytes)? {
+        let h = &i.hist;
+        let point = IntervalPoint {
+            length: i.length,
             count: h.len(),
             p50: h.value_at_quantile(0.5),
             p90: h.value_at_quantile(0.9),
             p99: h.value_at_quantile(0.99),
             p999: h.value_at_quantile(0.999),
         };
-        match out.intervals.iter_mut().find(|(t, _)| *t == tag) {
+        match out.intervals.iter_mut().find(|(t, _)| *t == i.tag) {
             Some((_, v)) => v.push(point),
-            None => out.intervals.push((tag.clone(), vec![point])),
+            None => out.intervals.push((i.tag.clone(), vec![point])),
         }
-        match out.merged.iter_mut().find(|(t, _)| *t == tag) {
-            Some((_, acc)) => acc.add(&h).map_err(|e| format!("{e:?}"))?,
-            None => out.merged.push((tag, h)),
+        match out.merged.iter_mut().find(|(t, _)| *t == i.tag) {
+            Some((_, acc)) => acc.add(h).map_err(|e| format!("{e:?}"))?,
+            None => out.merged.push((i.tag, i.hist)),
         }
     }
     Ok(out)

@@ -594,16 +594,14 @@ pub fn init_runs_clean(label: &str, args: &[&str], dir: &Path) -> (String, Strin
 }
 
 /// `mcpbench run scenarios/quickstart.toml` without warm-up, quiet, into `dir/run`, with
-/// `extra` arguments (a later `--duration` or `--set` wins); (exit code, stdout, stderr, run
-/// directory).
+/// `extra` arguments (`--duration` among them; a later `--set` wins); (exit code, stdout,
+/// stderr, run directory).
 pub fn quickstart(dir: &Path, extra: &[&str]) -> (i32, String, String, PathBuf) {
     let out = dir.join("run");
     let out_arg = out.display().to_string();
     let mut args = vec![
         "run",
         "scenarios/quickstart.toml",
-        "--duration",
-        "3s",
         "--set",
         "load.warmup=0s",
         "--quiet",

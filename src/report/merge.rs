@@ -1,0 +1,337 @@
+//! `mcpbench merge DIR… --output DIR`: one result from several runs of the same scenario —
+//! the basis for a run split over machines. Counters add; each operation's latency comes from
+//! its histograms added exactly (latency.hlog), not from averaged percentiles; the interval
+//! logs are laid on one wall-clock time line, and the time series is rebuilt from them per
+//! interval. Figures that cannot be merged exactly from the files (latency of other outcome
+//! classes, time to first event, open-loop service time and lateness) are left out, with a note.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::Histogram;
+
+use super::run::{LoggedInterval, read_intervals};
+use super::summary::{self, Latency, Operation, Outcomes, Summary, WarmupOperation};
+use super::{document, files, run::RunFiles};
+use crate::metrics::collector::HlogWriter;
+use crate::metrics::grid::Phase;
+use crate::metrics::recorder::new_histogram;
+use crate::scenario::plan::OP_INITIALIZE;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("merge needs at least two runs")]
+    TooFew,
+    #[error(transparent)]
+    Read(#[from] super::run::ReadError),
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("{path}: {why}")]
+    Bad { path: String, why: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+fn add_map(
+    into: &mut std::collections::BTreeMap<String, u64>,
+    from: &std::collections::BTreeMap<String, u64>,
+) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+fn add_outcomes(a: &mut Outcomes, b: &Outcomes) {
+    a.ok += b.ok;
+    a.tool_error += b.tool_error;
+    add_map(&mut a.rpc_error, &b.rpc_error);
+    a.input_required += b.input_required;
+    add_map(&mut a.http, &b.http);
+    a.timeout += b.timeout;
+    a.connect += b.connect;
+    a.io += b.io;
+    add_map(&mut a.protocol, &b.protocol);
+    a.cancelled += b.cancelled;
+}
+
+/// Seconds since the epoch of an RFC 3339 time.
+fn epoch(rfc3339: &str) -> Option<f64> {
+    let t = time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
+        .ok()?;
+    Some(t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// Merges `runs` into `output`: summary.json, latency.hlog, timeseries.csv and the reports.
+pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
+    if runs.len() < 2 {
+        return Err(MergeError::TooFew);
+    }
+    let read: Vec<RunFiles> = runs
+        .iter()
+        .map(|r| RunFiles::read(r))
+        .collect::<Result<_, _>>()?;
+    let first = &read[0].summary;
+    for r in &read[1..] {
+        if r.summary.scenario.name != first.scenario.name {
+            return Err(MergeError::Mismatch(format!(
+                "{} ran scenario `{}`, {} ran `{}`: merge runs of one scenario",
+                read[0].dir.display(),
+                first.scenario.name,
+                r.dir.display(),
+                r.summary.scenario.name
+            )));
+        }
+    }
+    // Every interval of every run, on one time line.
+    let mut intervals: Vec<LoggedInterval> = Vec::new();
+    for r in &read {
+        let path = r.dir.join("latency.hlog");
+        let bytes = std::fs::read(&path).map_err(|e| MergeError::Bad {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        intervals.extend(read_intervals(&bytes).map_err(|why| MergeError::Bad {
+            path: path.display().to_string(),
+            why,
+        })?);
+    }
+    let base = intervals
+        .iter()
+        .map(|i| i.start)
+        .fold(f64::MAX, f64::min)
+        .min(
+            read.iter()
+                .filter_map(|r| epoch(&r.summary.started_at))
+                .fold(f64::MAX, f64::min),
+        );
+    // The measured window: from the earliest measured start to the latest end.
+    let windows: Vec<(f64, f64)> = read
+        .iter()
+        .filter_map(|r| {
+            let s = &r.summary;
+            let start = epoch(&s.started_at)? + s.load.warmup_seconds;
+            Some((start, start + s.measured_seconds))
+        })
+        .collect();
+    let measured = match windows.is_empty() {
+        true => read
+            .iter()
+            .map(|r| r.summary.measured_seconds)
+            .fold(0.0, f64::max),
+        false => {
+            windows.iter().map(|w| w.1).fold(f64::MIN, f64::max)
+                - windows.iter().map(|w| w.0).fold(f64::MAX, f64::min)
+        }
+    };
+    // Each operation's histogram, added exactly.
+    let merged_hist = |name: &str| -> Option<Histogram<u64>> {
+        let mut h = new_histogram();
+        for i in intervals.iter().filter(|i| i.tag == name) {
+            let _ = h.add(&i.hist);
+        }
+        (!h.is_empty()).then_some(h)
+    };
+    let mut operations: Vec<Operation> = Vec::new();
+    let mut dropped_extras = false;
+    for r in &read {
+        for o in &r.summary.operations {
+            dropped_extras |=
+                !o.latency_by_outcome.is_empty() || o.first_event.is_some() || o.service.is_some();
+            match operations.iter_mut().find(|m| m.name == o.name) {
+                Some(m) => {
+                    m.started += o.started;
+                    m.completed += o.completed;
+                    m.failed += o.failed;
+                    m.cancelled += o.cancelled;
+                    m.streamed += o.streamed;
+                    m.events += o.events;
+                    add_outcomes(&mut m.outcomes, &o.outcomes);
+                }
+                None => operations.push(Operation {
+                    latency_by_outcome: Default::default(),
+                    first_event: None,
+                    service: None,
+                    ..o.clone()
+                }),
+            }
+        }
+    }
+    for o in &mut operations {
+        o.latency = merged_hist(&o.name).map(|h| Latency::from_hist(&h));
+        o.throughput = if measured > 0.0 {
+            (o.outcomes.ok as f64 / measured * 10.0).round() / 10.0
+        } else {
+            0.0
+        };
+    }
+    let workload: Vec<&Operation> = operations
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != OP_INITIALIZE)
+        .map(|(_, o)| o)
+        .collect();
+    let dropped = read.iter().map(|r| r.summary.totals.dropped).sum();
+    let mut totals = summary::totals(&workload, dropped, measured);
+    let mut all = new_histogram();
+    for i in intervals
+        .iter()
+        .filter(|i| operations.first().is_none_or(|o0| o0.name != i.tag))
+    {
+        let _ = all.add(&i.hist);
+    }
+    totals.latency = (!all.is_empty()).then(|| Latency::from_hist(&all));
+    let session_opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, measured);
+    let mut warmup: Vec<WarmupOperation> = Vec::new();
+    for r in &read {
+        for w in &r.summary.warmup {
+            match warmup.iter_mut().find(|m| m.name == w.name) {
+                Some(m) => {
+                    m.started += w.started;
+                    add_outcomes(&mut m.outcomes, &w.outcomes);
+                }
+                None => warmup.push(w.clone()),
+            }
+        }
+    }
+    let mut sessions = first.sessions.clone();
+    for r in &read[1..] {
+        let s = &r.summary.sessions;
+        sessions.opened += s.opened;
+        sessions.expired += s.expired;
+        sessions.connections += s.connections;
+        sessions.lingering_streams += s.lingering_streams;
+        sessions.cancels_sent += s.cancels_sent;
+        sessions.unmatched_responses += s.unmatched_responses;
+        sessions.late_responses += s.late_responses;
+        sessions.server_requests += s.server_requests;
+    }
+    let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
+    let all_started: u64 = operations.iter().map(|o| o.started).sum::<u64>()
+        + warmup.iter().map(|w| w.started).sum::<u64>();
+    let mut notes = vec![format!(
+        "merged from {} runs: {}",
+        read.len(),
+        read.iter()
+            .map(|r| r.dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )];
+    if dropped_extras {
+        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
+    }
+    for r in &read {
+        for n in &r.summary.notes {
+            notes.push(format!("{}: {n}", r.dir.display()));
+        }
+    }
+    let mut load = first.load.clone();
+    load.concurrency = read.iter().map(|r| r.summary.load.concurrency).sum();
+    load.workers = read.iter().map(|r| r.summary.load.workers).sum();
+    let started_at = read
+        .iter()
+        .map(|r| r.summary.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    let merged = Summary {
+        started_at,
+        load,
+        measured_seconds: (measured * 1000.0).round() / 1000.0,
+        interrupted: read.iter().any(|r| r.summary.interrupted),
+        totals,
+        session_opening,
+        operations,
+        warmup,
+        sessions,
+        generator: summary::Generator {
+            workers: read.iter().map(|r| r.summary.generator.workers).sum(),
+            cpu_seconds: cpu,
+            cpu_us_per_request: cpu
+                .filter(|_| all_started > 0)
+                .map(|c| (c * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+            lateness: None,
+        },
+        notes,
+        thresholds: Vec::new(),
+        ..first.clone()
+    };
+    write(output, &merged, &intervals, base, first.load.warmup_seconds)?;
+    Ok(merged)
+}
+
+/// Writes the merged run directory.
+fn write(
+    output: &Path,
+    s: &Summary,
+    intervals: &[LoggedInterval],
+    base: f64,
+    warmup: f64,
+) -> Result<(), MergeError> {
+    let err = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| MergeError::Write { path, source }
+    };
+    std::fs::create_dir_all(output).map_err(err(output))?;
+    let hlog_path = output.join("latency.hlog");
+    let mut tags: Vec<String> = Vec::new();
+    for i in intervals {
+        if !tags.contains(&i.tag) {
+            tags.push(i.tag.clone());
+        }
+    }
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(base.max(0.0));
+    let mut hlog = HlogWriter::create(&hlog_path, start, &tags).map_err(err(&hlog_path))?;
+    let mut sorted: Vec<&LoggedInterval> = intervals.iter().collect();
+    sorted.sort_by(|a, b| a.start.total_cmp(&b.start));
+    for i in &sorted {
+        hlog.write(
+            &i.tag,
+            &i.hist,
+            Duration::from_secs_f64((i.start - base).max(0.0)),
+            Duration::from_secs_f64(i.length),
+        )
+        .map_err(err(&hlog_path))?;
+    }
+    hlog.flush().map_err(err(&hlog_path))?;
+    // The time series, rebuilt per whole second of the common time line from the merged
+    // intervals (ok responses and their latency; the other columns are per run).
+    let csv_path = output.join("timeseries.csv");
+    let mut rows: std::collections::BTreeMap<u64, (Histogram<u64>, f64)> = Default::default();
+    for i in &sorted {
+        let slot = (i.start - base).max(0.0).floor() as u64;
+        let e = rows.entry(slot).or_insert_with(|| (new_histogram(), 0.0));
+        let _ = e.0.add(&i.hist);
+        e.1 = e.1.max(i.length);
+    }
+    let mut csv =
+        crate::metrics::collector::CsvWriter::create(&csv_path).map_err(err(&csv_path))?;
+    for (slot, (h, len)) in rows {
+        let t = slot as f64;
+        let len = if len > 0.0 { len } else { 1.0 };
+        let snap = crate::metrics::collector::IntervalSnapshot {
+            index: slot,
+            start: Duration::from_secs_f64(t),
+            end: Duration::from_secs_f64(t + len),
+            phase: if t < warmup {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            },
+            ended: h.len(),
+            ok: h.len(),
+            p50_us: h.value_at_quantile(0.5),
+            p90_us: h.value_at_quantile(0.9),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            max_us: h.max(),
+            ..Default::default()
+        };
+        csv.row(&snap).map_err(err(&csv_path))?;
+    }
+    csv.flush().map_err(err(&csv_path))?;
+    files::write_summary(output, s).map_err(err(output))?;
+    let run = RunFiles::read(output)?;
+    document::write(&run).map_err(err(output))
+}
