@@ -284,6 +284,10 @@ pub struct DisplayArgs {
     /// No dashboard and no progress, only the final table.
     #[arg(long, short, help_heading = "Display")]
     pub quiet: bool,
+    /// Serve the running test's figures to Prometheus at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464; port 0 picks one, printed on stderr).
+    #[arg(long, value_name = "ADDR", help_heading = "Display")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// How a final result is printed.
@@ -453,8 +457,18 @@ pub fn execute(cli: Cli) -> ExitCode {
                 ..RunOptions::default()
             };
             use std::io::IsTerminal;
+            let metrics = match display.metrics_listen.map(std::net::TcpListener::bind) {
+                None => None,
+                Some(Ok(l)) => {
+                    if let Ok(a) = l.local_addr() {
+                        eprintln!("metrics: http://{a}/metrics");
+                    }
+                    Some(l)
+                }
+                Some(Err(e)) => return error(format_args!("--metrics-listen: {e}")),
+            };
             let display = display.display(std::io::stdout().is_terminal());
-            run(&scenario, &overrides, opts, display, format)
+            run(&scenario, &overrides, opts, (display, metrics), format)
         }
         Command::Serve {
             listen,
@@ -612,7 +626,7 @@ fn run(
     file: &std::path::Path,
     overrides: &[scenario::Override],
     mut opts: RunOptions,
-    display: Display,
+    (display, metrics): (Display, Option<std::net::TcpListener>),
     format: SummaryFormat,
 ) -> ExitCode {
     let plan = match scenario::load_with(file, overrides) {
@@ -621,7 +635,7 @@ fn run(
     };
     let interrupt = CancellationToken::new();
     watch_ctrl_c(interrupt.clone(), display);
-    let mut watcher = match Watcher::start(display, interrupt.clone()) {
+    let mut watcher = match Watcher::start(display, interrupt.clone(), metrics) {
         Ok(w) => w,
         Err(e) => return error(format_args!("cannot start the display: {e}")),
     };

@@ -455,3 +455,64 @@ fn abort_on_fail_stops_the_run_at_the_first_breach() {
         "{s}"
     );
 }
+
+/// `--metrics-listen`: while the run goes, GET /metrics answers with the live figures in the
+/// Prometheus text format (requests by outcome, latency quantiles, in flight, elapsed).
+#[test]
+fn a_running_test_serves_prometheus_metrics() {
+    use std::io::{BufRead, Read, Write};
+    let dir = scratch();
+    let out = dir.path().join("run").display().to_string();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpbench"))
+        .args([
+            "run",
+            "scenarios/quickstart.toml",
+            "--duration",
+            "6s",
+            "--set",
+            "load.warmup=0s",
+            "--no-tui",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--output",
+            &out,
+        ])
+        .current_dir(repo())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("metrics: http://")
+        .and_then(|l| l.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("the address is announced first: {line}"))
+        .to_string();
+    // Wait for two progress lines: data has been published.
+    for _ in 0..2 {
+        line.clear();
+        stderr.read_line(&mut line).unwrap();
+    }
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    };
+    let r = get("/metrics");
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+    assert!(r.contains("Content-Type: text/plain; version=0.0.4"), "{r}");
+    assert!(r.contains("mcpbench_requests_total{scenario=\"quickstart\",operation=\"tools/call:echo\",outcome=\"ok\"}"), "{r}");
+    assert!(r.contains("mcpbench_latency_seconds{scenario=\"quickstart\",operation=\"tools/call:echo\",quantile=\"0.99\"}"), "{r}");
+    assert!(
+        r.contains("mcpbench_in_flight_requests{scenario=\"quickstart\"}"),
+        "{r}"
+    );
+    assert!(get("/other").starts_with("HTTP/1.1 404"));
+    let status = child.wait().unwrap();
+    assert!(status.success());
+}

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::document::esc as xml;
-use super::summary::{Latency, Summary};
+use super::summary::{Latency, Operation, Summary, ThresholdResult};
 
 /// Escapes a Prometheus label value.
 fn label(v: &str) -> String {
@@ -23,10 +23,45 @@ fn value(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// What the Prometheus text shows: a finished run's summary, or a running one's live view.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures<'a> {
+    pub scenario: &'a str,
+    pub operations: &'a [Operation],
+    /// Ok responses per second, the workload's operations together.
+    pub throughput: f64,
+    pub error_rate: f64,
+    pub dropped: u64,
+    pub cpu_us_per_request: Option<f64>,
+    pub thresholds: &'a [ThresholdResult],
+    /// A running test: requests in flight and seconds since the start.
+    pub running: Option<(u64, f64)>,
+}
+
+impl<'a> From<&'a Summary> for Figures<'a> {
+    fn from(s: &'a Summary) -> Self {
+        Figures {
+            scenario: &s.scenario.name,
+            operations: &s.operations,
+            throughput: s.totals.throughput,
+            error_rate: s.totals.error_rate,
+            dropped: s.totals.dropped,
+            cpu_us_per_request: s.generator.cpu_us_per_request,
+            thresholds: &s.thresholds,
+            running: None,
+        }
+    }
+}
+
+/// Prometheus text format (version 0.0.4) of a finished run.
+pub fn prometheus(s: &Summary) -> String {
+    prometheus_of(&Figures::from(s))
+}
+
 /// Prometheus text format (version 0.0.4), one family per metric, every sample labelled with
 /// the scenario.
-pub fn prometheus(s: &Summary) -> String {
-    let sc = label(&s.scenario.name);
+pub fn prometheus_of(s: &Figures) -> String {
+    let sc = label(s.scenario);
     let mut out = String::new();
     let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -37,7 +72,7 @@ pub fn prometheus(s: &Summary) -> String {
     };
     let op = |name: &str| format!("operation=\"{}\"", label(name));
     let mut ended = Vec::new();
-    for o in &s.operations {
+    for o in s.operations {
         let oc = &o.outcomes;
         let mut add = |class: &str, n: u64| {
             if n > 0 {
@@ -64,7 +99,7 @@ pub fn prometheus(s: &Summary) -> String {
     let mut quantiles = Vec::new();
     let mut sums = Vec::new();
     let mut counts = Vec::new();
-    for o in &s.operations {
+    for o in s.operations {
         if let Some(l) = &o.latency {
             let q = |p: &str, ms: f64| (format!("{},quantile=\"{p}\"", op(&o.name)), ms / 1000.0);
             quantiles.extend([
@@ -107,22 +142,36 @@ pub fn prometheus(s: &Summary) -> String {
             .iter()
             .filter(|o| o.started > 0)
             .map(|o| (op(&o.name), o.throughput))
-            .chain(std::iter::once((String::new(), s.totals.throughput)))
+            .chain(std::iter::once((String::new(), s.throughput)))
             .collect(),
     );
     family(
         "mcpbench_error_ratio",
         "gauge",
         "Requests that failed (not ok, tool_error or input_required) over requests ended.",
-        vec![(String::new(), s.totals.error_rate)],
+        vec![(String::new(), s.error_rate)],
     );
     family(
         "mcpbench_dropped_arrivals_total",
         "counter",
         "Open loop: arrivals not sent because max_in_flight requests were in flight.",
-        vec![(String::new(), s.totals.dropped as f64)],
+        vec![(String::new(), s.dropped as f64)],
     );
-    if let Some(c) = s.generator.cpu_us_per_request {
+    if let Some((in_flight, elapsed)) = s.running {
+        family(
+            "mcpbench_in_flight_requests",
+            "gauge",
+            "Requests in flight at the end of the last interval.",
+            vec![(String::new(), in_flight as f64)],
+        );
+        family(
+            "mcpbench_elapsed_seconds",
+            "gauge",
+            "Time covered by the intervals merged so far.",
+            vec![(String::new(), elapsed)],
+        );
+    }
+    if let Some(c) = s.cpu_us_per_request {
         family(
             "mcpbench_generator_cpu_seconds_per_request",
             "gauge",

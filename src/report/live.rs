@@ -223,6 +223,28 @@ impl Live {
         self.errors.truncate(ERROR_LINES);
     }
 
+    /// What a Prometheus scrape of the running test shows.
+    pub fn figures(&self) -> super::export::Figures<'_> {
+        let workload = self.ops.iter().skip(1);
+        super::export::Figures {
+            scenario: &self.header.scenario,
+            operations: &self.ops,
+            throughput: workload.map(|o| o.throughput).sum(),
+            error_rate: if self.ended > 0 {
+                self.failed as f64 / self.ended as f64
+            } else {
+                0.0
+            },
+            dropped: self.dropped,
+            cpu_us_per_request: self.cpu_us_per_request(),
+            thresholds: &[],
+            running: Some((
+                self.last_active().map_or(0, |s| s.in_flight),
+                self.elapsed().as_secs_f64(),
+            )),
+        }
+    }
+
     /// The generator's CPU time per request started so far, µs.
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         (self.cpu > Duration::ZERO && self.all_started > 0)

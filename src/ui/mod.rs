@@ -2,11 +2,13 @@
 //! lines on stderr (text or JSON). Both read the run's live view ([`Live`]), which the driver
 //! publishes once per interval through a watch channel; nothing per request reaches them.
 //!
+//! `metrics` serves the same view to Prometheus scrapers (`--metrics-listen`).
 //! `view` draws (pure functions of the view and the viewer's state, snapshot-tested),
 //! `terminal` owns the terminal (raw mode, alternate screen) and restores it on every exit
 //! path, panics included; `format` writes numbers the way people compare them.
 
 pub mod format;
+pub mod metrics;
 mod terminal;
 pub mod view;
 
@@ -62,10 +64,15 @@ pub struct Watcher {
 pub struct DisplayFailed;
 
 impl Watcher {
-    /// Starts the display. The dashboard turns `q`, Esc and Ctrl-C into `interrupt`.
-    pub fn start(display: Display, interrupt: CancellationToken) -> std::io::Result<Watcher> {
+    /// Starts the display, and the live `/metrics` endpoint on `metrics` if given. The
+    /// dashboard turns `q`, Esc and Ctrl-C into `interrupt`.
+    pub fn start(
+        display: Display,
+        interrupt: CancellationToken,
+        metrics: Option<std::net::TcpListener>,
+    ) -> std::io::Result<Watcher> {
         let stopped = Arc::new(AtomicBool::new(false));
-        if display == Display::Quiet {
+        if display == Display::Quiet && metrics.is_none() {
             return Ok(Watcher {
                 sink: None,
                 thread: None,
@@ -73,6 +80,19 @@ impl Watcher {
             });
         }
         let (tx, rx) = watch::channel(None);
+        if let Some(listener) = metrics {
+            let rx = tx.subscribe();
+            std::thread::Builder::new()
+                .name("mcpbench-metrics".into())
+                .spawn(move || metrics::serve(listener, rx))?;
+        }
+        if display == Display::Quiet {
+            return Ok(Watcher {
+                sink: Some(Arc::new(tx)),
+                thread: None,
+                stopped,
+            });
+        }
         let by_viewer = stopped.clone();
         let thread = std::thread::Builder::new()
             .name("mcpbench-display".into())
