@@ -54,12 +54,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         })
         .collect();
     // The workload's totals leave the session opening out: it has its own row and line.
-    let workload: Vec<&Operation> = operations
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != OP_INITIALIZE)
-        .map(|(_, o)| o)
-        .collect();
+    let workload = summary::workload(&operations);
     let mut work_totals = summary::totals(&workload, totals.dropped, seconds);
     work_totals.latency = workload_latency(totals);
     let opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, seconds);

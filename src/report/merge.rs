@@ -161,18 +161,9 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     }
     for o in &mut operations {
         o.latency = merged_hist(&o.name).map(|h| Latency::from_hist(&h));
-        o.throughput = if measured > 0.0 {
-            (o.outcomes.ok as f64 / measured * 10.0).round() / 10.0
-        } else {
-            0.0
-        };
+        o.throughput = summary::rate(o.outcomes.ok, measured);
     }
-    let workload: Vec<&Operation> = operations
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != OP_INITIALIZE)
-        .map(|(_, o)| o)
-        .collect();
+    let workload = summary::workload(&operations);
     let dropped = read.iter().map(|r| r.summary.totals.dropped).sum();
     let mut totals = summary::totals(&workload, dropped, measured);
     let mut all = new_histogram();

@@ -355,7 +355,19 @@ impl Operation {
     }
 }
 
-fn rate(n: u64, seconds: f64) -> f64 {
+/// The workload's operations: every one but the session opening (which has its own row and
+/// line).
+pub fn workload(operations: &[Operation]) -> Vec<&Operation> {
+    operations
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != crate::scenario::plan::OP_INITIALIZE)
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// Per second, rounded to a tenth.
+pub fn rate(n: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
         (n as f64 / seconds * 10.0).round() / 10.0
     } else {
