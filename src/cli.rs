@@ -1,12 +1,10 @@
 //! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `validate`,
-//! `probe`,
-//! `completions`, `man`.
+//! `probe`, `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
 //! included); 1 the target failed a check (thresholds breached, a regression found by
-//! `compare`, a failed probe); 2 usage,
-//! scenario, set-up or runtime error, including a run interrupted by a signal (its partial
-//! results are still written).
+//! `compare`, a failed probe); 2 usage, scenario, set-up or runtime error, including a run
+//! interrupted by a signal (its partial results are still written).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
