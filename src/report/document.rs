@@ -207,6 +207,7 @@ fn charts(run: &RunFiles, doc: &mut Vec<Block>) {
         y_label: "latency",
         log_y: true,
         x_ticks: Some(vec![
+            (0.0, "min".into()),
             (nines(50.0), "p50".into()),
             (1.0, "p90".into()),
             (2.0, "p99".into()),

@@ -22,7 +22,8 @@ pub const HISTORY: usize = 1800;
 /// Error lines kept (the most recently seen distinct ones).
 pub const ERROR_LINES: usize = 8;
 
-/// Percentiles of the latency spectrum (0 is the minimum, 100 the maximum).
+/// Percentiles of the latency spectrum (0 is the minimum, 100 the maximum), in the dashboard
+/// and the reports alike.
 pub const SPECTRUM: [f64; 12] = [
     0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
 ];
@@ -287,7 +288,8 @@ fn spectrum(totals: &Recorder) -> Vec<Vec<(f64, u64)>> {
     out
 }
 
-fn points(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, u64)> {
+/// A histogram's latency at each percentile of [`SPECTRUM`]: `(percentile, µs)`.
+pub(crate) fn points(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, u64)> {
     if h.is_empty() {
         return Vec::new();
     }

@@ -13,11 +13,6 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use super::files;
 use super::summary::Summary;
 
-/// Percentiles of the latency spectrum in the reports (100 is the maximum).
-pub const SPECTRUM: [f64; 11] = [
-    50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
-];
-
 /// Everything the reports show.
 #[derive(Debug, Clone)]
 pub struct RunFiles {
@@ -28,7 +23,8 @@ pub struct RunFiles {
     /// `phase` of each interval.
     pub phases: Vec<String>,
     /// From `latency.hlog`: each operation's ok latency over the whole run (µs), merged
-    /// exactly from its intervals, as (percentile, µs) at [`SPECTRUM`].
+    /// exactly from its intervals, as (percentile, µs) at
+    /// [`SPECTRUM`](super::live::SPECTRUM).
     pub spectra: Vec<(String, Vec<(f64, u64)>)>,
     /// From `latency.hlog`: each operation's intervals, for the spread across them.
     pub intervals: Vec<(String, Vec<IntervalPoint>)>,
@@ -90,7 +86,7 @@ impl RunFiles {
             spectra: log
                 .merged
                 .iter()
-                .map(|(tag, h)| (tag.clone(), points(h)))
+                .map(|(tag, h)| (tag.clone(), super::live::points(h)))
                 .collect(),
             intervals: log.intervals,
         })
@@ -100,13 +96,6 @@ impl RunFiles {
     pub fn column(&self, name: &str) -> &[f64] {
         self.series.get(name).map_or(&[], Vec::as_slice)
     }
-}
-
-fn points(h: &Histogram<u64>) -> Vec<(f64, u64)> {
-    SPECTRUM
-        .iter()
-        .map(|&p| (p, h.value_at_quantile(p / 100.0)))
-        .collect()
 }
 
 fn read_csv(text: &str) -> (BTreeMap<String, Vec<f64>>, Vec<String>) {
