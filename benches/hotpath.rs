@@ -15,26 +15,13 @@ use mcpbench::transport::sse::SseDecoder;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
-const SMALL: &str = r#"{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"hello from mcpbench"}],"isError":false}}"#;
-
-fn large() -> String {
-    let results: Vec<String> = (0..50)
-        .map(|i| format!(r#"{{"id":{i},"name":"Contact {i}","email":"c{i}@example.com","phone":"1-770-736-8031 x56442","company":"Romaguera-Crona"}}"#))
-        .collect();
-    let body = format!(
-        r#"{{"query":"a","total":50,"results":[{}]}}"#,
-        results.join(",")
-    );
-    let escaped = serde_json::to_string(&body).unwrap();
-    format!(
-        r#"{{"jsonrpc":"2.0","id":12345,"result":{{"content":[{{"type":"text","text":{escaped}}}],"isError":false,"structuredContent":{body}}}}}"#
-    )
-}
+#[path = "common/messages.rs"]
+mod messages;
+use messages::{SMALL, large};
 
 fn envelope(c: &mut Criterion) {
     let mut g = c.benchmark_group("envelope_decode");
-    let large = large();
-    for (name, msg) in [("small", SMALL.to_string()), ("large", large)] {
+    for (name, msg) in messages::sized() {
         g.throughput(Throughput::Bytes(msg.len() as u64));
         for codec in [Codec::Scan, Codec::SerdeJson, Codec::SimdJson] {
             let mut buf = msg.clone().into_bytes();
@@ -55,7 +42,7 @@ fn envelope(c: &mut Criterion) {
 }
 
 fn sse(c: &mut Criterion) {
-    let stream = format!("id: 1\ndata:\n\nevent: message\ndata: {SMALL}\n\n");
+    let stream = messages::sse_stream();
     let mut g = c.benchmark_group("sse_decode");
     g.throughput(Throughput::Bytes(stream.len() as u64));
     let mut d = SseDecoder::default();
@@ -74,8 +61,8 @@ fn sse(c: &mut Criterion) {
 }
 
 fn request_body(c: &mut Criterion) {
-    let text = "[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"search-contacts\"\narguments = { query = \"${pick:Leanne,Ervin,Clementine}\", limit = \"${range:1..20}\" }\n";
-    let plan = mcpbench::scenario::parse("bench.toml", text, &|_| None).unwrap();
+    let plan =
+        mcpbench::scenario::parse("bench.toml", messages::GENERATED_CALL, &|_| None).unwrap();
     let item = &plan.workload[0];
     let template = mcpbench::driver::workload::RequestTemplate::new(
         item,
