@@ -115,7 +115,8 @@ pub enum Command {
     )]
     Init(InitOptions),
     /// Render a finished run's report again from its files: report.md and report.html in
-    /// its directory (parameters, outcomes, thresholds, generator health, plots).
+    /// its directory (parameters, outcomes, thresholds, generator health, plots). A find-max
+    /// directory gets its sweep's report (steps, knee, throughput frontier).
     Report {
         /// The run directory (or its summary.json).
         run: PathBuf,
@@ -384,6 +385,26 @@ pub fn execute(cli: Cli) -> ExitCode {
             }
             Err(e) => error(e),
         },
+        Command::Report { run, format } if run.join("findmax.json").is_file() => {
+            if format.is_some_and(|f| f != SummaryFormat::Text) {
+                return error(format_args!(
+                    "{} is a find-max search: each step-NN/ inside it is a run with a summary to export",
+                    run.display()
+                ));
+            }
+            let written = crate::report::sweep::read(&run).and_then(|r| {
+                crate::report::sweep::write(&r, &run)
+                    .map(|()| r)
+                    .map_err(|e| format!("cannot write the report into {}: {e}", run.display()))
+            });
+            match written {
+                Ok(r) => {
+                    print!("{}", crate::report::sweep::render(&r, &run));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => error(e),
+            }
+        }
         Command::Report { run, format } => match crate::report::run::RunFiles::read(&run) {
             Ok(files) if format.is_some_and(|f| f != SummaryFormat::Text) => {
                 print!(
@@ -644,7 +665,7 @@ fn run(
     let result = if plan.find_max.is_some() {
         driver::findmax::find_max(plan, &opts, interrupt.clone()).map(|(report, dir)| {
             (
-                driver::findmax::render(&report, &dir),
+                crate::report::sweep::render(&report, &dir),
                 report.interrupted,
                 false,
                 dir,

@@ -264,6 +264,58 @@ fn jsonl_rows_feed_arguments() {
     assert_eq!(s.outcomes.tool_error, 0);
 }
 
+/// The adaptive find-max (exponential growth, bisection, a confirmation stage) lands within
+/// 10 % of a target's known capacity (10 slots × 50 ms ≈ 198 calls/s, tokio's timer rounding
+/// the service time up to about 50.5 ms) in fewer steps than stepping by the start level would
+/// take to reach the same level. Past capacity the server's queue grows within a step and the
+/// p99 SLO (service time + 30 ms) breaks.
+#[test]
+fn adaptive_find_max_lands_near_a_known_capacity() {
+    let server = capacity::start(10, std::time::Duration::from_millis(50));
+    let capacity = 10.0 / 0.0505;
+    let dir = scratch();
+    let text = format!(
+        "name = \"fm\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\nrate = 10\narrival = \"uniform\"\nmax_in_flight = 64\nduration = \"1s\"\ntimeout = \"5s\"\n[find_max]\nstart = 10\nmax = 2000\nstep_duration = \"1s\"\nconfirm_duration = \"2s\"\nprecision = 0.05\np99 = \"80ms\"\nerror_rate = 0.01\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+        server.addr
+    );
+    let plan = Arc::new(mcpbench::scenario::parse("fm.toml", &text, &|_| None).unwrap());
+    let opts = RunOptions {
+        output: Some(dir.path().join("fm")),
+        ..RunOptions::default()
+    };
+    let (report, out) = driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap();
+    let steps = || format!("{:#?}", report.steps);
+    assert_eq!(report.search, "adaptive");
+    let best = report
+        .best
+        .unwrap_or_else(|| panic!("a level held: {}", steps()));
+    assert!(
+        (best - capacity).abs() <= 0.1 * capacity,
+        "best {best} vs capacity {capacity:.0}: {}",
+        steps()
+    );
+    assert_eq!(report.confirmed, Some(true), "{}", steps());
+    let last = report.steps.last().unwrap();
+    assert!(last.stage == mcpbench::report::sweep::Stage::Confirm && last.passed);
+    let linear = (best / 10.0).ceil() as usize + 1;
+    assert!(
+        report.steps.len() < linear,
+        "{} steps vs {linear}: {}",
+        report.steps.len(),
+        steps()
+    );
+    // The sweep's report: frontier lines, the knee, levels past it, two charts.
+    let rendered = mcpbench::report::sweep::render(&report, &out);
+    assert!(rendered.contains("p99 ≤ 100 ms: "), "{rendered}");
+    assert!(
+        rendered.contains("past it (latency not quoted)"),
+        "{rendered}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert!(out.join("report.md").is_file() && out.join("step-01/summary.json").is_file());
+}
+
 /// find-max steps the rate until the SLO breaks and lands near the target's known capacity
 /// (2 slots × 100 ms = 20 calls/s): the highest rate that held is within 10–20/s. Past
 /// capacity the generator's 4 in flight + 4 queued overflow within the step and arrivals are
@@ -298,6 +350,6 @@ fn find_max_finds_a_known_capacity() {
         report.knee
     );
     assert!(out.join("findmax.json").is_file() && out.join("step-01/summary.json").is_file());
-    let rendered = driver::findmax::render(&report, &out);
+    let rendered = mcpbench::report::sweep::render(&report, &out);
     assert!(rendered.contains("highest rate that held"), "{rendered}");
 }

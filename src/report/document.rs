@@ -177,11 +177,11 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     doc
 }
 
-fn latency_label(ms_value: f64) -> String {
+pub(crate) fn latency_label(ms_value: f64) -> String {
     ms(ms_value)
 }
 
-fn rate_label(v: f64) -> String {
+pub(crate) fn rate_label(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.0}k", v / 1000.0)
     } else {

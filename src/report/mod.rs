@@ -12,6 +12,7 @@ pub mod merge;
 pub mod run;
 pub mod summary;
 pub mod svg;
+pub mod sweep;
 pub mod text;
 pub mod verdict;
 

@@ -5,7 +5,9 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::check::{duration, key_hint, one_of, opt_within};
-use super::plan::{Arrival, FindMax, Load, Model, Profile, REQUESTS_ONLY_LIMIT, Sessions, Step};
+use super::plan::{
+    Arrival, FindMax, Load, Model, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions, Step,
+};
 use super::raw::{RawFindMax, RawLoad, RawStage};
 use super::{ScenarioError, Source};
 
@@ -321,10 +323,24 @@ pub(super) fn find_max(
         Model::Closed { vus } => vus.max(),
     };
     let start = positive(&raw.start, "find_max.start")?.unwrap_or(default_start);
-    let step = match (
-        positive(&raw.step, "find_max.step")?,
-        positive(&raw.factor, "find_max.factor")?,
-    ) {
+    let added = positive(&raw.step, "find_max.step")?;
+    // Fixed increments imply stepping; otherwise the adaptive search.
+    let search = match &raw.search {
+        Some(v) => {
+            let options = [("adaptive", Search::Adaptive), ("step", Search::Step)];
+            one_of(src, v, "search", "find_max.search", &options)?
+        }
+        None if added.is_some() => Search::Step,
+        None => Search::Adaptive,
+    };
+    if let (Search::Adaptive, Some(v)) = (search, &raw.step) {
+        return Err(src.error(
+            v.span(),
+            "the adaptive search grows by a factor and then bisects: step (added) is for search = \"step\"",
+            Some("use factor = 2 (the default), or search = \"step\"".into()),
+        ));
+    }
+    let step = match (added, positive(&raw.factor, "find_max.factor")?) {
         (Some(_), Some(_)) => {
             return Err(src.error_at_key(
                 f.span(),
@@ -343,6 +359,7 @@ pub(super) fn find_max(
                 None,
             ));
         }
+        (None, None) if search == Search::Adaptive => Step::Multiply(2.0),
         (None, None) => Step::Multiply(1.5),
     };
     let max = positive(&raw.max, "find_max.max")?.unwrap_or(start * 1000.0);
@@ -353,6 +370,32 @@ pub(super) fn find_max(
         Some(d) => duration(src, d, "find_max.step_duration")?,
         None => load.duration.min(Duration::from_secs(10)),
     };
+    let precision =
+        opt_within(src, &raw.precision, 0.001, Some(0.5), "find_max.precision")?.unwrap_or(0.05);
+    let confirm_duration = match &raw.confirm_duration {
+        Some(d) => duration(src, d, "find_max.confirm_duration")?,
+        None => step_duration * 3,
+    };
+    if search == Search::Step {
+        for (key, v) in [
+            ("precision", raw.precision.as_ref().map(|v| v.span())),
+            (
+                "confirm_duration",
+                raw.confirm_duration.as_ref().map(|v| v.span()),
+            ),
+        ] {
+            if let Some(span) = v {
+                return Err(src.error(
+                    span,
+                    format!("{key} belongs to the adaptive search, not to search = \"step\""),
+                    Some(
+                        "remove it, or set search = \"adaptive\" (and factor instead of step)"
+                            .into(),
+                    ),
+                ));
+            }
+        }
+    }
     let p99 = raw
         .p99
         .as_ref()
@@ -368,10 +411,13 @@ pub(super) fn find_max(
         ));
     }
     Ok(FindMax {
+        search,
         start,
         step,
         max,
         step_duration,
+        precision,
+        confirm_duration,
         p99,
         error_rate,
     })
@@ -383,6 +429,66 @@ mod tests {
     use crate::scenario::{parse, refusal as err};
 
     const WORK: &str = "\n[[workload]]\nmethod = \"tools/list\"\n";
+
+    /// `[find_max]`: adaptive unless fixed increments are given; each search's own keys are
+    /// refused on the other, with the key and a fix.
+    #[test]
+    fn find_max_search_and_its_keys() {
+        use crate::scenario::plan::{Search, Step};
+        let fm = |keys: &str| {
+            format!("[load]\nduration = \"1s\"\n[find_max]\np99 = \"10ms\"\n{keys}{WORK}")
+        };
+        let f = parse("s.toml", &fm(""), &|_| None)
+            .unwrap()
+            .find_max
+            .unwrap();
+        assert_eq!(
+            (f.search, f.step, f.precision),
+            (Search::Adaptive, Step::Multiply(2.0), 0.05)
+        );
+        assert_eq!(f.confirm_duration, f.step_duration * 3);
+        let f = parse("s.toml", &fm("step = 5\n"), &|_| None)
+            .unwrap()
+            .find_max
+            .unwrap();
+        assert_eq!((f.search, f.step), (Search::Step, Step::Add(5.0)));
+        let cases = [
+            (
+                "search = \"adaptive\"\nstep = 5\n",
+                "find_max.step",
+                "step (added) is for search = \"step\"",
+            ),
+            (
+                "search = \"step\"\nprecision = 0.1\n",
+                "find_max.precision",
+                "belongs to the adaptive search",
+            ),
+            (
+                "step = 5\nconfirm_duration = \"5s\"\n",
+                "find_max.confirm_duration",
+                "belongs to the adaptive search",
+            ),
+            (
+                "precision = 0.9\n",
+                "find_max.precision",
+                "precision must be from 0.001 to 0.5",
+            ),
+            (
+                "search = \"binary\"\n",
+                "find_max.search",
+                "unknown search `binary`",
+            ),
+        ];
+        for (keys, key, message) in cases {
+            let d = err(&fm(keys));
+            assert_eq!(d.key, key, "{keys}: {d:?}");
+            assert!(
+                d.message.contains(message),
+                "{keys}: {}",
+                d.message
+            );
+        }
+    }
 
     #[test]
     fn numbers_out_of_range_name_their_bounds() {

@@ -28,17 +28,33 @@ pub struct Plan {
     pub thresholds: Thresholds,
 }
 
-/// `[find_max]`: step the load level (rate, or virtual users) until the SLO breaks.
+/// `[find_max]`: the highest load level (rate, or virtual users) that meets an SLO.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FindMax {
+    pub search: Search,
     pub start: f64,
+    /// How the level grows: each step (`step` search), or while growing (`adaptive`).
     pub step: Step,
     pub max: f64,
     pub step_duration: Duration,
+    /// Adaptive: bisection stops when the bracket is narrower than this fraction of its top.
+    pub precision: f64,
+    /// Adaptive: how long the confirmation stage holds the level found.
+    pub confirm_duration: Duration,
     /// SLO: p99 latency of ok responses, all operations together.
     pub p99: Option<Duration>,
     /// SLO: errors over requests ended.
     pub error_rate: Option<f64>,
+}
+
+/// How `[find_max]` searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Search {
+    /// Up by fixed increments (or factors) until a step breaks the SLO.
+    Step,
+    /// Exponential growth until a level breaks the SLO, bisection of the last bracket, then a
+    /// longer confirmation stage at the level found (as Envoy's Nighthawk searches).
+    Adaptive,
 }
 
 /// How the level grows between steps.

@@ -24,11 +24,14 @@ pub struct RawScenario {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFindMax {
+    pub search: Option<Spanned<String>>,
     pub start: Option<Spanned<f64>>,
     pub step: Option<Spanned<f64>>,
     pub factor: Option<Spanned<f64>>,
     pub max: Option<Spanned<f64>>,
     pub step_duration: Option<Spanned<String>>,
+    pub precision: Option<Spanned<f64>>,
+    pub confirm_duration: Option<Spanned<String>>,
     pub p99: Option<Spanned<String>>,
     pub error_rate: Option<Spanned<f64>>,
 }
