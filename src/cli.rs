@@ -2,7 +2,7 @@
 //! `probe`, `completions`, `man`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
-//! included); 1 the target failed a check (thresholds breached, a regression found by
+//! included); 1 the target failed a check (thresholds breached by a run or a merged result, a regression found by
 //! `compare`, a failed probe); 2 usage, scenario, set-up or runtime error, including a run
 //! interrupted by a signal (its partial results are still written).
 
@@ -140,7 +140,8 @@ pub enum Command {
         format: CompareFormat,
     },
     /// Merge runs of one scenario (e.g. shards on several machines) into one result:
-    /// counters added, latency histograms added exactly, interval logs on one time line.
+    /// counters added, latency histograms added exactly, interval logs on one time line; the
+    /// scenario's thresholds judged on the merged result (exit 1 if one is breached).
     Merge {
         /// The run directories.
         #[arg(required = true, num_args = 2..)]
@@ -381,7 +382,12 @@ pub fn execute(cli: Cli) -> ExitCode {
                     "results: {}/ (summary.json, latency.hlog, timeseries.csv, report.md, report.html)",
                     output.display()
                 );
-                ExitCode::SUCCESS
+                // The scenario's thresholds, judged on the merged result.
+                if s.breached().next().is_some() {
+                    ExitCode::from(EXIT_FAILED)
+                } else {
+                    ExitCode::SUCCESS
+                }
             }
             Err(e) => error(e),
         },

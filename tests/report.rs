@@ -173,6 +173,110 @@ fn timeouts_at_the_limit_are_diagnosed() {
     );
 }
 
+/// A target that serves one call at a time (1 slot × 10 ms): more virtual users (a ramp from
+/// one to two, then eight) leave throughput flat and multiply the median; the run's notes (terminal, summary.json,
+/// report.md) say the target serialises, with the figures, read from the run's own time line.
+#[test]
+fn a_serialising_target_is_diagnosed() {
+    let server = crate::support::capacity::start(1, std::time::Duration::from_millis(10));
+    let dir = scratch();
+    let out = crate::support::run_in(
+        &format!(
+            "[target]\nurl = \"http://{}/mcp\"\n[load]\nwarmup = \"0s\"\ntimeout = \"5s\"\n[[load.stages]]\nduration = \"3s\"\nconcurrency = 2\n[[load.stages]]\nduration = \"0s\"\nconcurrency = 8\n[[load.stages]]\nduration = \"3s\"\nconcurrency = 8\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+            server.addr
+        ),
+        dir.path(),
+    )
+    .unwrap();
+    let note = out
+        .summary
+        .notes
+        .iter()
+        .find(|n| n.starts_with("throughput stopped growing with the virtual users: "))
+        .unwrap_or_else(|| panic!("{:?}", out.summary.notes));
+    assert!(note.contains("8 users"), "{note}");
+    let md = std::fs::read_to_string(out.dir.join("report.md")).unwrap();
+    assert!(md.contains("the target serialises requests"), "{md}");
+}
+
+/// Thresholds are judged on the merged result, as the scenario set them: two shards running
+/// side by side at 40/s each both breach `throughput > 60/s` (exit 1), and their merge (about
+/// 80/s) holds it (exit 0); a latency bound no shard met is breached by the merge too.
+#[test]
+fn merged_runs_are_judged_by_their_thresholds() {
+    let dir = scratch();
+    let shards: Vec<(std::process::Child, std::path::PathBuf)> = ["a", "b"]
+        .iter()
+        .map(|h| {
+            let out = dir.path().join(h);
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpbench"))
+                .args([
+                    "run",
+                    "scenarios/quickstart.toml",
+                    "--rate",
+                    "40",
+                    "--duration",
+                    "3s",
+                    "--set",
+                    "load.warmup=0s",
+                    "--set",
+                    "thresholds.throughput=> 60/s",
+                    "--set",
+                    "thresholds.error_rate=< 1%",
+                    "--quiet",
+                    "--output",
+                ])
+                .arg(&out)
+                .current_dir(repo())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    for (mut child, out) in shards {
+        assert_eq!(
+            child.wait().unwrap().code(),
+            Some(1),
+            "a shard alone is under 60/s"
+        );
+        dirs.push(out.display().to_string());
+    }
+    let whole = dir.path().join("whole").display().to_string();
+    let (code, out, err) = mcpbench(&["merge", &dirs[0], &dirs[1], "--output", &whole], &repo());
+    assert_eq!(code, 0, "the merge holds: {out}{err}");
+    let s = mcpbench::report::run::RunFiles::read(std::path::Path::new(&whole))
+        .unwrap()
+        .summary;
+    let names: Vec<(&str, bool)> = s
+        .thresholds
+        .iter()
+        .map(|t| (t.name.as_str(), t.passed))
+        .collect();
+    assert_eq!(
+        names,
+        vec![("throughput", true), ("error_rate", true)],
+        "{:?}",
+        s.thresholds
+    );
+    assert!(s.thresholds[0].value.unwrap() > 60.0);
+
+    // A bound no shard met: the merge breaches it too, and says so with exit 1.
+    for d in &dirs {
+        let path = std::path::Path::new(d).join("summary.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["thresholds"][1]["name"] = "tools/call:echo p99".into();
+        v["thresholds"][1]["condition"] = "< 1us".into();
+        std::fs::write(&path, v.to_string()).unwrap();
+    }
+    let again = dir.path().join("again").display().to_string();
+    let (code, out, _) = mcpbench(&["merge", &dirs[0], &dirs[1], "--output", &again], &repo());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("tools/call:echo p99"), "{out}");
+}
+
 /// `merge`: two runs merged equal their sum — counters exactly, and each operation's latency
 /// exactly the percentiles of the two runs' histograms added (read back from their logs).
 #[test]

@@ -241,6 +241,10 @@ pub fn run(
     if let Some(e) = &collector.hlog_error {
         notes.push(format!("latency.hlog or timeseries.csv is incomplete: {e}"));
     }
+    // What only the time line shows (plateaus, error onsets), read back from the file just
+    // written: the run kept no per-interval history.
+    let (series, phases) = crate::report::run::read_series(&dir.join("timeseries.csv"));
+    notes.extend(crate::report::diagnose::over_time(&plan, &series, &phases));
     let facts = RunFacts {
         scenario_file: opts.scenario_file.clone(),
         started_at: time::OffsetDateTime::from(started_wall)

@@ -17,6 +17,7 @@ use crate::metrics::collector::HlogWriter;
 use crate::metrics::grid::Phase;
 use crate::metrics::recorder::new_histogram;
 use crate::scenario::plan::OP_INITIALIZE;
+use crate::scenario::thresholds::Threshold;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -226,7 +227,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
         .map(|r| r.summary.started_at.clone())
         .min()
         .unwrap_or_default();
-    let merged = Summary {
+    let mut merged = Summary {
         started_at,
         load,
         measured_seconds: (measured * 1000.0).round() / 1000.0,
@@ -248,8 +249,38 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
         thresholds: Vec::new(),
         ..first.clone()
     };
+    let (checks, disagree) = recorded_thresholds(&read);
+    merged.thresholds = super::verdict::evaluate(&checks, &merged);
+    if disagree {
+        merged.notes.push(
+            "the runs recorded different thresholds: the merged result is judged by all of them"
+                .into(),
+        );
+    }
     write(output, &merged, &intervals, base, first.load.warmup_seconds)?;
     Ok(merged)
+}
+
+/// The thresholds the runs were judged by (their scenario's), to judge the merged result by:
+/// each once, in the order first recorded; and whether the runs disagreed.
+fn recorded_thresholds(read: &[RunFiles]) -> (Vec<Threshold>, bool) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in read {
+        for t in &r.summary.thresholds {
+            let key = (t.name.clone(), t.condition.clone());
+            if !seen.contains(&key) {
+                seen.push(key);
+            }
+        }
+    }
+    let disagree = read
+        .iter()
+        .any(|r| r.summary.thresholds.len() != seen.len());
+    let checks = seen
+        .iter()
+        .filter_map(|(name, cond)| Threshold::from_recorded(name, cond).ok())
+        .collect();
+    (checks, disagree)
 }
 
 /// Writes the merged run directory.

@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod compare;
+pub mod diagnose;
 pub mod document;
 pub mod export;
 pub mod files;

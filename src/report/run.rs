@@ -67,10 +67,7 @@ impl RunFiles {
             move |source| ReadError::Io { path, source }
         };
         let summary = files::read_summary(&at("summary.json")).map_err(io(&at("summary.json")))?;
-        let (series, phases) = match std::fs::read_to_string(at("timeseries.csv")) {
-            Ok(text) => read_csv(&text),
-            Err(_) => (BTreeMap::new(), Vec::new()),
-        };
+        let (series, phases) = read_series(&at("timeseries.csv"));
         let log = match std::fs::read(at("latency.hlog")) {
             Ok(bytes) => read_hlog(&bytes).map_err(|why| ReadError::Bad {
                 path: at("latency.hlog").display().to_string(),
@@ -95,6 +92,14 @@ impl RunFiles {
     /// A column of the time series (empty when absent).
     pub fn column(&self, name: &str) -> &[f64] {
         self.series.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// `timeseries.csv` as columns (name → values) and the phase of each row; empty when absent.
+pub fn read_series(path: &Path) -> (BTreeMap<String, Vec<f64>>, Vec<String>) {
+    match std::fs::read_to_string(path) {
+        Ok(text) => read_csv(&text),
+        Err(_) => (BTreeMap::new(), Vec::new()),
     }
 }
 

@@ -240,6 +240,19 @@ fn condition(
     let Some(text) = value.get_ref().as_str() else {
         return Err(bad("a threshold is a string"));
     };
+    let (cmp, bound) = parse_condition(text, metric).map_err(|why| bad(&why))?;
+    Ok(Threshold {
+        operation,
+        metric,
+        cmp,
+        bound,
+        written: text.trim().to_string(),
+    })
+}
+
+/// A condition as written (`< 50ms`, `>= 1000/s`, `< 0.1%`): the comparison and the bound in
+/// the metric's unit.
+fn parse_condition(text: &str, metric: Metric) -> Result<(Cmp, f64), String> {
     let t = text.trim();
     let (cmp, rest) = if let Some(r) = t.strip_prefix("<=") {
         (Cmp::Le, r)
@@ -250,7 +263,7 @@ fn condition(
     } else if let Some(r) = t.strip_prefix('>') {
         (Cmp::Gt, r)
     } else {
-        return Err(bad(&format!("`{text}` does not start with <, <=, > or >=")));
+        return Err(format!("`{text}` does not start with <, <=, > or >="));
     };
     let rest = rest.trim();
     let split = rest
@@ -260,44 +273,59 @@ fn condition(
     let n: f64 = number
         .replace('_', "")
         .parse()
-        .map_err(|_| bad(&format!("`{text}` has no number after the comparison")))?;
+        .map_err(|_| format!("`{text}` has no number after the comparison"))?;
     let unit = unit.trim();
     let bound = match metric {
         Metric::ErrorRate => match unit {
             "%" => n / 100.0,
             "" if n <= 1.0 => n,
             _ => {
-                return Err(bad(&format!(
+                return Err(format!(
                     "an error rate is a percentage or a fraction, not `{text}`"
-                )));
+                ));
             }
         },
         Metric::Throughput => match unit {
             "/s" | "" => n,
-            _ => {
-                return Err(bad(&format!(
-                    "throughput is per second (`/s`), not `{text}`"
-                )));
-            }
+            _ => return Err(format!("throughput is per second (`/s`), not `{text}`")),
         },
         _ => match unit {
             "us" | "µs" => n / 1000.0,
             "ms" => n,
             "s" => n * 1000.0,
             _ => {
-                return Err(bad(&format!(
+                return Err(format!(
                     "a latency bound needs a unit (us, ms, s): `{text}`"
-                )));
+                ));
             }
         },
     };
-    Ok(Threshold {
-        operation,
-        metric,
-        cmp,
-        bound,
-        written: t.to_string(),
-    })
+    Ok((cmp, bound))
+}
+
+impl Threshold {
+    /// The threshold a result recorded (its name, e.g. `tools/call:echo p99` or `error_rate`,
+    /// and its condition as written): how merged runs are judged by the thresholds their
+    /// scenario set.
+    pub fn from_recorded(name: &str, condition: &str) -> Result<Threshold, String> {
+        let (operation, metric_name) = match name.rsplit_once(' ') {
+            Some((op, m)) => (Some(op.to_string()), m),
+            None => (None, name),
+        };
+        let metric = Metric::NAMES
+            .iter()
+            .find(|(n, _)| *n == metric_name)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| format!("`{metric_name}` is not a threshold metric"))?;
+        let (cmp, bound) = parse_condition(condition, metric)?;
+        Ok(Threshold {
+            operation,
+            metric,
+            cmp,
+            bound,
+            written: condition.trim().to_string(),
+        })
+    }
 }
 
 #[cfg(test)]
