@@ -264,6 +264,26 @@ fn jsonl_rows_feed_arguments() {
     assert_eq!(s.outcomes.tool_error, 0);
 }
 
+/// A find-max search over the capacity server's `work` tool, open loop: `load` and `find_max`
+/// keys besides the target, the model, a 5 s timeout and a 1 % error SLO.
+fn find_max_on(
+    server: &crate::support::raw_http::ThreadServer,
+    load: &str,
+    find_max: &str,
+    dir: &std::path::Path,
+) -> (mcpbench::report::sweep::FindMaxReport, std::path::PathBuf) {
+    let text = format!(
+        "name = \"fm\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\ntimeout = \"5s\"\n{load}\n[find_max]\nerror_rate = 0.01\n{find_max}\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
+        server.addr
+    );
+    let plan = Arc::new(mcpbench::scenario::parse("fm.toml", &text, &|_| None).unwrap());
+    let opts = RunOptions {
+        output: Some(dir.join("fm")),
+        ..RunOptions::default()
+    };
+    driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap()
+}
+
 /// The adaptive find-max (exponential growth, bisection, a confirmation stage) lands within
 /// 10 % of a target's known capacity (10 slots × 50 ms ≈ 198 calls/s, tokio's timer rounding
 /// the service time up to about 50.5 ms) in fewer steps than stepping by the start level would
@@ -274,16 +294,12 @@ fn adaptive_find_max_lands_near_a_known_capacity() {
     let server = capacity::start(10, std::time::Duration::from_millis(50));
     let capacity = 10.0 / 0.0505;
     let dir = scratch();
-    let text = format!(
-        "name = \"fm\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\nrate = 10\narrival = \"uniform\"\nmax_in_flight = 64\nduration = \"1s\"\ntimeout = \"5s\"\n[find_max]\nstart = 10\nmax = 2000\nstep_duration = \"1s\"\nconfirm_duration = \"2s\"\nprecision = 0.05\np99 = \"80ms\"\nerror_rate = 0.01\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
-        server.addr
+    let (report, out) = find_max_on(
+        &server,
+        "rate = 10\narrival = \"uniform\"\nmax_in_flight = 64\nduration = \"1s\"",
+        "start = 10\nmax = 2000\nstep_duration = \"1s\"\nconfirm_duration = \"2s\"\nprecision = 0.05\np99 = \"80ms\"",
+        dir.path(),
     );
-    let plan = Arc::new(mcpbench::scenario::parse("fm.toml", &text, &|_| None).unwrap());
-    let opts = RunOptions {
-        output: Some(dir.path().join("fm")),
-        ..RunOptions::default()
-    };
-    let (report, out) = driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap();
     let steps = || format!("{:#?}", report.steps);
     assert_eq!(report.search, "adaptive");
     let best = report
@@ -325,16 +341,12 @@ fn adaptive_find_max_lands_near_a_known_capacity() {
 fn find_max_finds_a_known_capacity() {
     let server = capacity::start(2, std::time::Duration::from_millis(100));
     let dir = scratch();
-    let text = format!(
-        "name = \"fm\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nmodel = \"open\"\nrate = 5\narrival = \"uniform\"\nmax_in_flight = 4\nmax_queued = 4\nduration = \"2s\"\ntimeout = \"5s\"\n[find_max]\nstart = 5\nstep = 5\nmax = 50\nstep_duration = \"2s\"\np99 = \"1s\"\nerror_rate = 0.01\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n",
-        server.addr
+    let (report, out) = find_max_on(
+        &server,
+        "rate = 5\narrival = \"uniform\"\nmax_in_flight = 4\nmax_queued = 4\nduration = \"2s\"",
+        "start = 5\nstep = 5\nmax = 50\nstep_duration = \"2s\"\np99 = \"1s\"",
+        dir.path(),
     );
-    let plan = Arc::new(mcpbench::scenario::parse("fm.toml", &text, &|_| None).unwrap());
-    let opts = RunOptions {
-        output: Some(dir.path().join("fm")),
-        ..RunOptions::default()
-    };
-    let (report, out) = driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap();
     let best = report
         .best
         .unwrap_or_else(|| panic!("the first step holds: {:#?}", report.steps));

@@ -159,23 +159,28 @@ fn timeouts_at_the_limit_are_diagnosed() {
         dir.path(),
     )
     .unwrap();
+    let note = note_in_summary_and_report(&out, "timed out, clustered at the 200ms limit");
+    assert!(note.starts_with("tools/call:sleep: "), "{note}");
+}
+
+/// The note that contains `text`, which report.md carries too.
+fn note_in_summary_and_report(out: &mcpbench::driver::RunOutput, text: &str) -> String {
     let note = out
         .summary
         .notes
         .iter()
-        .find(|n| n.contains("timed out, clustered at the 200ms limit"))
-        .unwrap_or_else(|| panic!("{:?}", out.summary.notes));
-    assert!(note.starts_with("tools/call:sleep: "), "{note}");
+        .find(|n| n.contains(text))
+        .unwrap_or_else(|| panic!("{text}: {:?}", out.summary.notes))
+        .clone();
     let md = std::fs::read_to_string(out.dir.join("report.md")).unwrap();
-    assert!(
-        md.contains("clustered at the 200ms limit"),
-        "the report carries it: {md}"
-    );
+    assert!(md.contains(&note), "the report carries it: {md}");
+    note
 }
 
 /// A target that serves one call at a time (1 slot × 10 ms): more virtual users (a ramp from
-/// one to two, then eight) leave throughput flat and multiply the median; the run's notes (terminal, summary.json,
-/// report.md) say the target serialises, with the figures, read from the run's own time line.
+/// one to two, then eight) leave throughput flat and multiply the median; the run's notes
+/// (terminal, summary.json, report.md) say the target serialises, with the figures, read from
+/// the run's own time line.
 #[test]
 fn a_serialising_target_is_diagnosed() {
     let server = crate::support::capacity::start(1, std::time::Duration::from_millis(10));
@@ -188,15 +193,12 @@ fn a_serialising_target_is_diagnosed() {
         dir.path(),
     )
     .unwrap();
-    let note = out
-        .summary
-        .notes
-        .iter()
-        .find(|n| n.starts_with("throughput stopped growing with the virtual users: "))
-        .unwrap_or_else(|| panic!("{:?}", out.summary.notes));
-    assert!(note.contains("8 users"), "{note}");
-    let md = std::fs::read_to_string(out.dir.join("report.md")).unwrap();
-    assert!(md.contains("the target serialises requests"), "{md}");
+    let note =
+        note_in_summary_and_report(&out, "throughput stopped growing with the virtual users: ");
+    assert!(
+        note.contains("8 users") && note.contains("the target serialises requests"),
+        "{note}"
+    );
 }
 
 /// Thresholds are judged on the merged result, as the scenario set them: two shards running
