@@ -668,7 +668,16 @@ fn run(
     opts.live = watcher.sink();
     // find-max prints a line per step, unless the dashboard owns the screen.
     opts.progress = matches!(display, Display::Lines | Display::Json);
-    let result = if plan.find_max.is_some() {
+    let result = if plan.ab.is_some() {
+        driver::ab::ab(plan, &opts, interrupt.clone()).map(|(report, dir)| {
+            (
+                crate::report::ab::render(&report, &dir),
+                report.interrupted,
+                !report.breached.is_empty(),
+                dir,
+            )
+        })
+    } else if plan.find_max.is_some() {
         driver::findmax::find_max(plan, &opts, interrupt.clone()).map(|(report, dir)| {
             (
                 crate::report::sweep::render(&report, &dir),

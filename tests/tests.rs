@@ -2,6 +2,7 @@
 
 mod support;
 
+mod ab;
 mod architecture;
 mod browser;
 mod cli;

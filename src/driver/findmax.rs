@@ -214,7 +214,7 @@ impl Searcher {
 }
 
 /// The plan of one step: a constant level for the step's duration.
-fn at_level(plan: &Plan, level: f64, duration: Duration) -> Plan {
+pub(super) fn at_level(plan: &Plan, level: f64, duration: Duration) -> Plan {
     let mut p = plan.clone();
     p.find_max = None;
     p.load.duration = duration;

@@ -2,6 +2,7 @@
 //! collection, results. The driver orchestrates; what the results say is decided in
 //! `report::build`.
 
+pub mod ab;
 pub mod findmax;
 pub mod preflight;
 pub mod resolve;

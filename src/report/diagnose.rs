@@ -124,7 +124,7 @@ fn plateau(rows: &[Row], vus: &Profile, sessions: Sessions) -> Option<String> {
         return None;
     }
     let shared = if sessions == Sessions::Shared {
-        "; all virtual users of a worker share one session (sessions = \"shared\"): a server that handles a session's requests one at a time serialises all of them — try sessions = \"per_vu\""
+        "; all virtual users of a worker share one session (sessions = \"shared\"): a server that handles a session's requests one at a time serialises all of them — try sessions = \"per-vu\""
     } else {
         ""
     };

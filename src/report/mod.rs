@@ -2,6 +2,7 @@
 //! renderings (`text`), the run directory (`files`), and the live view watchers of a running
 //! test read (`live`).
 
+pub mod ab;
 pub mod build;
 pub mod compare;
 pub mod diagnose;

@@ -116,7 +116,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
         }
         "workload.method" => "\"tools/list\" or \"tools/call\"",
         "workload.tool" => "the name of a tool the target lists",
-        "target.url" => "e.g. url = \"http://127.0.0.1:8080/mcp\" (http, https, ws or wss)",
+        "target.url" | "targets.url" => {
+            "e.g. url = \"http://127.0.0.1:8080/mcp\" (http, https, ws or wss)"
+        }
         "target.transport" | "embedded.transport" => {
             "\"streamable-http\", \"sse\" (legacy HTTP+SSE), \"websocket\" or \"stdio\""
         }
@@ -145,6 +147,12 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
         }
         "embedded.backend_error_rate" => "a fraction from 0.0 to 1.0",
         "embedded.backend_payload" => "extra bytes in each backend response",
+        "ab.pairs" => "rounds per level, from 5 (Student's t needs pairs): pairs = 10",
+        "ab.slice" | "find_max.step_duration" | "find_max.confirm_duration" => {
+            "a duration in quotes, e.g. \"2s\""
+        }
+        "find_max.search" => "\"adaptive\" (grow, bisect, confirm) or \"step\"",
+        "find_max.precision" => "a fraction of the level, e.g. precision = 0.05",
         _ => return None,
     };
     Some(h.to_string())

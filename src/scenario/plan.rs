@@ -4,13 +4,14 @@ use std::time::Duration;
 
 use super::args::ArgTemplate;
 use super::check::{line_of, toml_error};
-use super::raw::RawScenario;
+use super::raw::{RawAb, RawScenario};
 use super::thresholds::Thresholds;
 use super::{Place, ScenarioError, Source, load, target, workload};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::Revision;
 use crate::transport::net::Trust;
 use crate::transport::{CommandSpec, TransportKind};
+use toml::Spanned;
 
 /// A validated scenario.
 #[derive(Debug, Clone)]
@@ -26,6 +27,24 @@ pub struct Plan {
     pub find_max: Option<FindMax>,
     /// Pass/fail conditions on the result (`[thresholds]`).
     pub thresholds: Thresholds,
+    /// `[[targets]]` and `[ab]`: several targets compared under identical load instead of one
+    /// run (`target` is then the first, the baseline).
+    pub ab: Option<Ab>,
+}
+
+/// An A/B comparison: short slices of identical load alternate between the targets.
+#[derive(Debug, Clone)]
+pub struct Ab {
+    /// Named targets; the first is the baseline the others are compared with.
+    pub targets: Vec<(String, Target)>,
+    /// How long each slice runs (its own short warm-up included).
+    pub slice: Duration,
+    /// Rounds per level: each round runs one slice on every target, the order rotating from
+    /// round to round. `[ab] pairs`, or as many as fit in `load.duration` (at least 5).
+    pub pairs: usize,
+    /// The load levels (virtual users, or requests per second), in order; one level (the
+    /// scenario's) unless a sweep is asked for.
+    pub levels: Vec<f64>,
 }
 
 /// `[find_max]`: the highest load level (rate, or virtual users) that meets an SLO.
@@ -360,7 +379,17 @@ pub(crate) fn build(
             Some("it names the results directory, e.g. name = \"gateway-smoke\"".into()),
         ));
     }
+    if let Some(t) = raw.target.as_ref().filter(|t| t.get_ref().name.is_some()) {
+        return Err(src.error_at_key(
+            t.span(),
+            "target.name",
+            "name belongs to [[targets]] entries (an A/B comparison), not to [target]",
+            Some("remove it, or write [[targets]] entries with a name each".into()),
+        ));
+    }
+    let named = ab_targets(src, &raw, env)?;
     let target = match (&raw.target, &raw.embedded) {
+        _ if !named.is_empty() => named[0].1.clone(),
         (Some(t), Some(e)) => {
             return Err(src.error_at_key(
                 e.span(),
@@ -399,6 +428,18 @@ pub(crate) fn build(
         .as_ref()
         .map(|f| load::find_max(src, f, &load))
         .transpose()?;
+    let ab = match (&raw.ab, named.is_empty()) {
+        (Some(a), true) => {
+            return Err(src.error_at_key(
+                a.span(),
+                "ab",
+                "[ab] compares [[targets]], and there are none",
+                Some("add two or more:\n    [[targets]]\n    name = \"direct\"\n    url = \"http://127.0.0.1:8080/mcp\"\n    [[targets]]\n    name = \"gateway\"\n    url = \"http://127.0.0.1:9090/mcp\"".into()),
+            ));
+        }
+        (_, true) => None,
+        (a, false) => Some(ab(src, a.as_ref(), named, &load, find_max.is_some())?),
+    };
     let thresholds = raw
         .thresholds
         .as_ref()
@@ -414,6 +455,140 @@ pub(crate) fn build(
         ops,
         find_max,
         thresholds,
+        ab,
+    })
+}
+
+/// `[[targets]]`: at least two, each named (names unique, fit for a directory), none beside
+/// `[target]` or `[embedded]`.
+fn ab_targets(
+    src: &Source<'_>,
+    raw: &RawScenario,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, Target)>, ScenarioError> {
+    let Some(first) = raw.targets.first() else {
+        return Ok(Vec::new());
+    };
+    if let Some(other) = raw
+        .target
+        .as_ref()
+        .map(|t| t.span())
+        .or(raw.embedded.as_ref().map(|e| e.span()))
+    {
+        return Err(src.error_at_key(
+            other,
+            "target",
+            "[[targets]] (an A/B comparison) replaces [target] and [embedded]",
+            Some(format!("move this target into a [[targets]] entry with a name, or remove the [[targets]] at line {}", line_of(src, first.span().start))),
+        ));
+    }
+    if raw.targets.len() < 2 {
+        return Err(src.error_at_key(
+            first.span(),
+            "targets",
+            "an A/B comparison needs at least two [[targets]]",
+            Some("add the second target (e.g. the gateway in front of the first), or use [target] for one".into()),
+        ));
+    }
+    let mut out: Vec<(String, Target)> = Vec::new();
+    for (i, t) in raw.targets.iter().enumerate() {
+        let key = format!("targets[{}].name", i + 1);
+        let name = t.get_ref().name.as_ref().ok_or_else(|| {
+            src.error_at_key(
+                t.span(),
+                &key,
+                "every [[targets]] entry needs a name",
+                Some("name = \"direct\" (it names the target's results)".into()),
+            )
+        })?;
+        let n = name.get_ref().trim();
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(src.error(
+                name.span(),
+                format!(
+                    "`{n}` is not a target name: letters, digits, - and _ (it names a directory)"
+                ),
+                Some("e.g. name = \"via-gateway\"".into()),
+            ));
+        }
+        if out.iter().any(|(o, _)| o == n) {
+            return Err(src.error(
+                name.span(),
+                format!("two targets are named `{n}`"),
+                Some("give each target its own name".into()),
+            ));
+        }
+        out.push((n.to_string(), Target::Remote(target::target(src, t, env)?)));
+    }
+    Ok(out)
+}
+
+/// `[ab]`: slice length, rounds, levels; slices hold one level each.
+fn ab(
+    src: &Source<'_>,
+    raw: Option<&Spanned<RawAb>>,
+    targets: Vec<(String, Target)>,
+    load: &Load,
+    find_max: bool,
+) -> Result<Ab, ScenarioError> {
+    let at = raw.map_or(0..0, |r| r.span());
+    if find_max {
+        return Err(src.error_at_key(at, "find_max", "[find_max] and an A/B comparison ([[targets]]) are separate runs", Some("search each target on its own, or compare them at given levels with [ab] levels = [...]".into())));
+    }
+    let profile = match &load.model {
+        Model::Closed { vus } => vus,
+        Model::Open { rate, .. } => rate,
+    };
+    if profile.min() != profile.max() {
+        return Err(src.error_at_key(
+            at,
+            "load.stages",
+            "A/B slices each hold one level: stages and ramps do not fit in them",
+            Some("use a constant level, or several with [ab] levels = [1, 8, 32]".into()),
+        ));
+    }
+    let slice = match raw.and_then(|r| r.get_ref().slice.as_ref()) {
+        Some(d) => {
+            let v = super::check::duration(src, d, "ab.slice")?;
+            if v < Duration::from_millis(500) {
+                return Err(src.error(
+                    d.span(),
+                    "a slice shorter than 500ms measures mostly its own start",
+                    Some("slice = \"2s\"".into()),
+                ));
+            }
+            v
+        }
+        None => Duration::from_secs(2),
+    };
+    let levels = match raw.and_then(|r| r.get_ref().levels.as_ref()) {
+        Some(l)
+            if l.get_ref().is_empty()
+                || l.get_ref().iter().any(|v| !(v.is_finite() && *v > 0.0)) =>
+        {
+            return Err(src.error(l.span(), "levels are positive numbers (virtual users, or requests per second for the open model)", Some("levels = [1, 8, 32]".into())));
+        }
+        Some(l) => l.get_ref().clone(),
+        None => vec![profile.max()],
+    };
+    // Rounds: as given, or as many as fit in the run's duration (at least 5: Student's t
+    // needs pairs).
+    let pairs = match raw.and_then(|r| r.get_ref().pairs.as_ref()) {
+        Some(p) => super::check::within(src, p, 5, Some(1000), "ab.pairs")? as usize,
+        None => {
+            let round = slice.as_secs_f64() * targets.len() as f64 * levels.len() as f64;
+            ((load.duration.as_secs_f64() / round).floor() as usize).max(5)
+        }
+    };
+    Ok(Ab {
+        targets,
+        slice,
+        pairs,
+        levels,
     })
 }
 
@@ -430,6 +605,88 @@ mod tests {
     use crate::scenario::{parse, parse_url, refusal as err};
 
     const OK: &str = "name = \"q\"\n[load]\nconcurrency = 4\nduration = \"2s\"\n\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"hi\" }\n\n[[workload]]\nmethod = \"tools/list\"\nweight = 2\n";
+
+    const TWO: &str = "[[targets]]\nname = \"direct\"\nurl = \"http://127.0.0.1:1/mcp\"\n[[targets]]\nname = \"gw\"\nurl = \"http://127.0.0.1:2/mcp\"\n";
+    const LOAD: &str =
+        "[load]\nconcurrency = 4\nduration = \"40s\"\n[[workload]]\nmethod = \"tools/list\"\n";
+
+    /// `[[targets]]`: the first is the baseline and `target`; rounds fill the duration.
+    #[test]
+    fn ab_targets_and_defaults() {
+        let plan = parse("ab.toml", &format!("{TWO}{LOAD}"), &|_| None).unwrap();
+        let ab = plan.ab.unwrap();
+        let names: Vec<&str> = ab.targets.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["direct", "gw"]);
+        // 40 s / (2 targets × 2 s slices) = 10 rounds, at the scenario's level.
+        assert_eq!(
+            (ab.slice, ab.pairs, ab.levels.clone()),
+            (Duration::from_secs(2), 10, vec![4.0])
+        );
+        assert!(
+            matches!(&plan.target, Target::Remote(r) if r.describe() == "http://127.0.0.1:1/mcp")
+        );
+        let text = format!("{TWO}[ab]\nslice = \"1s\"\npairs = 6\nlevels = [1, 8]\n{LOAD}");
+        let ab = parse("ab.toml", &text, &|_| None).unwrap().ab.unwrap();
+        assert_eq!((ab.pairs, ab.levels), (6, vec![1.0, 8.0]));
+    }
+
+    #[test]
+    fn ab_mistakes_name_the_key_and_a_fix() {
+        let one = "[[targets]]\nname = \"direct\"\nurl = \"http://127.0.0.1:1/mcp\"\n";
+        let cases = [
+            (
+                format!("{one}{LOAD}"),
+                "an A/B comparison needs at least two [[targets]]",
+            ),
+            (
+                format!("{TWO}[target]\nurl = \"http://127.0.0.1:3/mcp\"\n{LOAD}"),
+                "[[targets]] (an A/B comparison) replaces [target] and [embedded]",
+            ),
+            (
+                format!("{}{LOAD}", TWO.replace("name = \"gw\"\n", "")),
+                "every [[targets]] entry needs a name",
+            ),
+            (
+                format!("{}{LOAD}", TWO.replace("\"gw\"", "\"direct\"")),
+                "two targets are named `direct`",
+            ),
+            (
+                format!("{}{LOAD}", TWO.replace("\"gw\"", "\"a/b\"")),
+                "`a/b` is not a target name",
+            ),
+            (
+                format!("[ab]\nslice = \"1s\"\n{LOAD}"),
+                "[ab] compares [[targets]], and there are none",
+            ),
+            (
+                format!("[target]\nname = \"x\"\nurl = \"http://127.0.0.1:3/mcp\"\n{LOAD}"),
+                "name belongs to [[targets]] entries",
+            ),
+            (
+                format!("{TWO}[ab]\nslice = \"100ms\"\n{LOAD}"),
+                "a slice shorter than 500ms",
+            ),
+            (
+                format!("{TWO}[ab]\npairs = 3\n{LOAD}"),
+                "pairs must be from 5 to 1000",
+            ),
+            (
+                format!("{TWO}[ab]\nlevels = [0]\n{LOAD}"),
+                "levels are positive numbers",
+            ),
+            (
+                format!(
+                    "{TWO}[load]\n[[load.stages]]\nduration = \"5s\"\nconcurrency = 2\n[[load.stages]]\nduration = \"5s\"\nconcurrency = 9\n[[workload]]\nmethod = \"tools/list\"\n"
+                ),
+                "A/B slices each hold one level",
+            ),
+        ];
+        for (text, message) in cases {
+            let d = err(&text);
+            assert!(d.message.contains(message), "{message}: {d:?}");
+            assert!(d.hint.is_some(), "{message}: a fix");
+        }
+    }
 
     #[test]
     fn builds_a_plan_with_defaults() {

@@ -12,6 +12,10 @@ pub struct RawScenario {
     pub name: Option<Spanned<String>>,
     pub description: Option<String>,
     pub target: Option<Spanned<RawTarget>>,
+    /// A/B: several named targets, compared under identical load (with `[ab]`).
+    #[serde(default)]
+    pub targets: Vec<Spanned<RawTarget>>,
+    pub ab: Option<Spanned<RawAb>>,
     pub embedded: Option<Spanned<RawEmbedded>>,
     pub load: Option<Spanned<RawLoad>>,
     #[serde(default)]
@@ -38,7 +42,17 @@ pub struct RawFindMax {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct RawAb {
+    pub slice: Option<Spanned<String>>,
+    pub pairs: Option<Spanned<u32>>,
+    pub levels: Option<Spanned<Vec<f64>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawTarget {
+    /// `[[targets]]` entries only.
+    pub name: Option<Spanned<String>>,
     pub transport: Option<Spanned<String>>,
     pub url: Option<Spanned<String>>,
     pub command: Option<Spanned<Vec<String>>>,

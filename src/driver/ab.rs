@@ -1,0 +1,142 @@
+//! `[[targets]]` and `[ab]`: the same load on several targets, in short slices that alternate
+//! between them, so the machine's drift hits every target alike. Round `r` runs one slice on
+//! each target, starting with target `r mod n` (with two targets, which one goes first
+//! alternates). Every slice is a full run with its own results; afterwards each target's
+//! slices are merged exactly into one result per target (and level), and the comparison —
+//! added latency and throughput ratio with 95 % confidence intervals — is `report::ab`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::findmax::at_level;
+use super::{RunError, RunOptions, run};
+use crate::report::ab::{AbLevel, AbReport, Slice};
+use crate::report::files;
+use crate::scenario::Plan;
+use crate::scenario::plan::Model;
+
+/// Runs the comparison; results under `<dir>/`: `slices/L<level>-r<round>-<target>/`, one
+/// merged directory per target (`<target>/`, or `L<level>/<target>/` for a sweep), `ab.json`,
+/// `report.md` and `report.html`.
+pub fn ab(
+    plan: Arc<Plan>,
+    opts: &RunOptions,
+    interrupt: CancellationToken,
+) -> Result<(AbReport, PathBuf), RunError> {
+    let ab = plan.ab.clone().ok_or_else(|| {
+        RunError::Runtime(std::io::Error::other("the scenario has no [[targets]]"))
+    })?;
+    let dir = opts.output.clone().unwrap_or_else(|| {
+        files::default_dir(
+            &opts.results_root,
+            &format!("{}-ab", plan.name),
+            time::OffsetDateTime::now_utc(),
+        )
+    });
+    let output_error = |path: &Path, source: std::io::Error| RunError::Output {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, e))?;
+    let names: Vec<String> = ab.targets.iter().map(|(n, _)| n.clone()).collect();
+    let mut report = AbReport {
+        scenario: plan.name.clone(),
+        targets: names.clone(),
+        level: match plan.load.model {
+            Model::Open { .. } => "rate",
+            Model::Closed { .. } => "vus",
+        }
+        .into(),
+        slice_seconds: ab.slice.as_secs_f64(),
+        rounds: ab.pairs,
+        levels: Vec::new(),
+        interrupted: false,
+        breached: Vec::new(),
+    };
+    let n = ab.targets.len();
+    'levels: for &level in &ab.levels {
+        let mut lv = AbLevel {
+            level,
+            slices: Vec::new(),
+            comparisons: Vec::new(),
+            upstream_bound: None,
+        };
+        for round in 0..ab.pairs {
+            for position in 0..n {
+                let (name, target) = &ab.targets[(round + position) % n];
+                let slice_dir = dir
+                    .join("slices")
+                    .join(format!("L{level}-r{:02}-{name}", round + 1));
+                let mut p = at_level(&plan, level, ab.slice);
+                p.target = target.clone();
+                p.ab = None;
+                let out = run(
+                    Arc::new(p),
+                    &RunOptions {
+                        output: Some(slice_dir.clone()),
+                        ..opts.clone()
+                    },
+                    interrupt.clone(),
+                )?;
+                if opts.progress {
+                    eprintln!(
+                        "A/B: level {level}, round {}/{}, {name}: {:.1} ok/s, p50 {}",
+                        round + 1,
+                        ab.pairs,
+                        out.summary.totals.throughput,
+                        out.summary
+                            .totals
+                            .latency
+                            .as_ref()
+                            .map_or("-".into(), |l| format!("{:.3} ms", l.p50_ms))
+                    );
+                }
+                lv.slices.push(Slice::from_summary(
+                    &out.summary,
+                    name,
+                    round,
+                    position,
+                    &slice_dir,
+                ));
+                if out.summary.interrupted {
+                    report.interrupted = true;
+                    report.levels.push(lv);
+                    break 'levels;
+                }
+            }
+        }
+        report.levels.push(lv);
+    }
+    report.finish();
+    // Each target's slices of a level, merged exactly into one result.
+    let mut breached = Vec::new();
+    let sweep = ab.levels.len() > 1;
+    for lv in &report.levels {
+        for name in &names {
+            let slices: Vec<PathBuf> = lv
+                .slices
+                .iter()
+                .filter(|s| &s.target == name)
+                .map(|s| PathBuf::from(&s.dir))
+                .collect();
+            let out = if sweep {
+                dir.join(format!("L{}", lv.level)).join(name)
+            } else {
+                dir.join(name)
+            };
+            if slices.len() >= 2 {
+                let merged = crate::report::merge::merge(&slices, &out)
+                    .map_err(|e| output_error(&out, std::io::Error::other(e.to_string())))?;
+                // The scenario's thresholds, judged on each target's merged result.
+                for t in merged.breached() {
+                    breached.push(format!("{name}: {} {}", t.name, t.condition));
+                }
+            }
+        }
+    }
+    report.breached = breached;
+    crate::report::ab::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
+    Ok((report, dir))
+}
