@@ -183,6 +183,7 @@ fn whole_request() -> Work {
     let revision = Revision::V2025_11_25;
     let timeout = Duration::from_secs(10);
     let ep = Endpoint {
+        timing: None,
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

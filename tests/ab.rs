@@ -11,14 +11,14 @@ use crate::support::{capacity, scratch};
 
 fn scenario(a: &str, b: &str, load: &str) -> String {
     format!(
-        "name = \"ab\"\n[[targets]]\nname = \"direct\"\nurl = \"http://{a}/mcp\"\n[[targets]]\nname = \"gateway\"\nurl = \"http://{b}/mcp\"\n[ab]\nslice = \"1s\"\n[load]\n{load}\nduration = \"10s\"\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n"
+        "name = \"ab\"\n[[targets]]\nname = \"direct\"\nurl = \"http://{a}/mcp\"\n[[targets]]\nname = \"gateway\"\nurl = \"http://{b}/mcp\"\ntiming_header = \"server-timing:work\"\n[ab]\nslice = \"1s\"\n[load]\n{load}\nduration = \"10s\"\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"work\"\n"
     )
 }
 
 /// Two servers that differ only by 4 ms of service time (both sleep on tokio's timer, so its
-/// rounding is the same on both sides): the reported added p50 is 4 ms within ±0.6 ms, its
-/// confidence interval contains the difference of the two targets' own medians, and the
-/// targets' slices are merged into a result each.
+/// rounding is the same on both sides): the reported added p50 is 4 ms within ±0.6 ms, the
+/// "gateway"'s timing header splits its time upstream from its own, and the targets' slices
+/// are merged into a result each (the time upstream in the gateway's).
 #[test]
 fn added_latency_matches_an_injected_delay() {
     let direct = capacity::start(64, Duration::from_millis(2));
@@ -59,6 +59,11 @@ fn added_latency_matches_an_injected_delay() {
         p50.added_ms
     );
     assert!(p50.added_ms.low <= p50.added_ms.mean && p50.added_ms.mean <= p50.added_ms.high);
+    // The gateway's timing header: its 6 ms of work, upstream of its own few tenths.
+    let upstream = c
+        .upstream_p50_ms
+        .expect("the gateway's timing header was read");
+    assert!((5.9..7.5).contains(&upstream), "upstream p50 {upstream}");
     let ratio = c.throughput_ratio.unwrap();
     assert!(
         ratio.mean < 0.8,
@@ -74,6 +79,10 @@ fn added_latency_matches_an_injected_delay() {
     let text = mcpbench::report::ab::render(&report, &out);
     assert!(
         text.contains("c=1 gateway vs direct, tools/call:work: added p50 +"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ms upstream by its timing header and"),
         "{text}"
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();

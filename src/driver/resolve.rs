@@ -36,6 +36,7 @@ pub struct Resolved {
 pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let conn = plan.connection();
     let mut endpoint = Endpoint {
+        timing: None,
         kind: conn.transport,
         net: None,
         host: String::new(),
@@ -59,6 +60,7 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
         Target::Embedded(e) => embedded(e, endpoint),
         Target::Remote(r) => {
             endpoint.command = r.command.clone();
+            endpoint.timing = r.timing.clone();
             if let Some(u) = &r.url {
                 network(&mut endpoint, u, r)?;
             }

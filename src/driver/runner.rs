@@ -788,6 +788,9 @@ fn finish(
             if reply.lingered {
                 rec.sessions.lingering_streams += 1;
             }
+            if let Some(u) = reply.upstream {
+                rec.upstream(op, phase, u);
+            }
             (reply.outcome, reply.connected)
         }
         None => (Outcome::Timeout, false),

@@ -42,6 +42,8 @@ pub struct OpShard {
     /// Open loop: service time, from the actual send (the latency above runs from the
     /// intended start).
     pub service: Option<Histogram<u64>>,
+    /// The time the target's timing header reported (a gateway's time upstream).
+    pub upstream: Option<Histogram<u64>>,
 }
 
 impl OpShard {
@@ -59,6 +61,7 @@ impl OpShard {
         }
         merge_hist(&mut self.first_event, &other.first_event);
         merge_hist(&mut self.service, &other.service);
+        merge_hist(&mut self.upstream, &other.upstream);
         self.events += other.events;
         self.streamed += other.streamed;
     }
@@ -69,7 +72,7 @@ impl OpShard {
         for h in self.latency.iter_mut().flatten() {
             h.reset();
         }
-        for h in [&mut self.first_event, &mut self.service]
+        for h in [&mut self.first_event, &mut self.service, &mut self.upstream]
             .into_iter()
             .flatten()
         {
@@ -238,6 +241,17 @@ impl Recorder {
                 .service
                 .get_or_insert_with(new_histogram)
                 .saturating_record(micros(service));
+        }
+    }
+
+    /// The time a response's timing header reported.
+    #[inline]
+    pub fn upstream(&mut self, op: usize, phase: Phase, upstream: Duration) {
+        if phase == Phase::Measured {
+            self.ops[op]
+                .upstream
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(upstream));
         }
     }
 

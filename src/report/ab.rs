@@ -24,6 +24,9 @@ pub struct SliceOp {
     pub latency_ms: Option<[f64; 4]>,
     /// ok responses per second.
     pub throughput: f64,
+    /// Median the target's timing header reported (time upstream), ms.
+    #[serde(default)]
+    pub upstream_p50_ms: Option<f64>,
 }
 
 /// One slice: one target, one round, one level.
@@ -58,6 +61,7 @@ impl Slice {
                     .as_ref()
                     .map(|l| [l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms]),
                 throughput: o.throughput,
+                upstream_p50_ms: o.upstream.as_ref().map(|u| u.p50_ms),
             })
             .collect();
         Slice {
@@ -135,6 +139,10 @@ pub struct Comparison {
     pub deltas: Vec<Delta>,
     /// Target throughput over the baseline's, per round.
     pub throughput_ratio: Option<Estimate>,
+    /// The target's median time upstream by its timing header (mean over rounds), ms: the
+    /// part of its latency spent behind it.
+    #[serde(default)]
+    pub upstream_p50_ms: Option<f64>,
 }
 
 /// Everything measured at one level.
@@ -262,11 +270,14 @@ fn compare(lv: &AbLevel, baseline: &str, target: &str) -> Vec<Comparison> {
                 .filter(|(a, _)| a.throughput > 0.0)
                 .map(|(a, b)| b.throughput / a.throughput)
                 .collect();
+            let upstream: Vec<f64> = pair.iter().filter_map(|(_, b)| b.upstream_p50_ms).collect();
             Comparison {
                 target: target.to_string(),
                 operation: name.to_string(),
                 deltas,
                 throughput_ratio: Estimate::of(&ratios),
+                upstream_p50_ms: (!upstream.is_empty())
+                    .then(|| upstream.iter().sum::<f64>() / upstream.len() as f64),
             }
         })
         .collect()
@@ -300,6 +311,13 @@ fn lines(r: &AbReport) -> Vec<String> {
                 parts.push(format!(
                     "throughput ×{:.3} ({:.3} … {:.3})",
                     t.mean, t.low, t.high
+                ));
+            }
+            if let (Some(u), Some(d)) = (c.upstream_p50_ms, pick("p50")) {
+                parts.push(format!(
+                    "of its p50 {:.3} ms, {u:.3} ms upstream by its timing header and {:.3} ms its own",
+                    d.target_ms,
+                    (d.target_ms - u).max(0.0)
                 ));
             }
             out.push(format!(
@@ -425,6 +443,7 @@ mod tests {
                 name: "tools/call:echo".into(),
                 latency_ms: Some([p50, p50 * 2.0, p50 * 4.0, p50 * 8.0]),
                 throughput: thr,
+                upstream_p50_ms: None,
             }],
             dir: String::new(),
         }

@@ -122,6 +122,10 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
             })
             .collect(),
     });
+    let details = super::text::op_details(s);
+    if !details.is_empty() {
+        doc.push(Block::List(details));
+    }
     let t = &s.totals;
     doc.push(Block::Para(format!(
         "Total: {} started = {} completed + {} failed + {} cancelled; {:.1} ok/s; error rate {:.3} %{}.",

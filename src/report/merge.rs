@@ -139,8 +139,10 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     let mut dropped_extras = false;
     for r in &read {
         for o in &r.summary.operations {
-            dropped_extras |=
-                !o.latency_by_outcome.is_empty() || o.first_event.is_some() || o.service.is_some();
+            dropped_extras |= !o.latency_by_outcome.is_empty()
+                || o.first_event.is_some()
+                || o.service.is_some()
+                || o.upstream.is_some();
             match operations.iter_mut().find(|m| m.name == o.name) {
                 Some(m) => {
                     m.started += o.started;
@@ -155,6 +157,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
                     latency_by_outcome: Default::default(),
                     first_event: None,
                     service: None,
+                    upstream: None,
                     ..o.clone()
                 }),
             }
@@ -212,7 +215,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
             .join(", ")
     )];
     if dropped_extras {
-        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
+        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
     }
     for r in &read {
         for n in &r.summary.notes {

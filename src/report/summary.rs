@@ -252,6 +252,10 @@ pub struct Operation {
     /// intended start, so queueing in the generator and the target is in it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<Latency>,
+    /// What the target's timing header (`target.timing_header`) reported: a gateway's time
+    /// upstream, of every response that carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Latency>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -348,6 +352,11 @@ impl Operation {
                 .map(Latency::from_hist),
             service: s
                 .service
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(Latency::from_hist),
+            upstream: s
+                .upstream
                 .as_ref()
                 .filter(|h| !h.is_empty())
                 .map(Latency::from_hist),

@@ -16,6 +16,52 @@ pub(crate) fn ms(v: f64) -> String {
     }
 }
 
+/// Per-operation figures beside the table: open-loop service time, streams, time upstream.
+pub fn op_details(s: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    for op in &s.operations {
+        if let Some(sv) = &op.service {
+            out.push(format!(
+                "{}: service time (from the actual send) p50 {} p99 {} max {}; the table times from the intended start",
+                op.name,
+                ms(sv.p50_ms),
+                ms(sv.p99_ms),
+                ms(sv.max_ms)
+            ));
+        }
+        if let Some(fe) = &op.first_event {
+            out.push(format!(
+                "{}: {} streamed responses, {} events, first event p50 {} p99 {}",
+                op.name,
+                op.streamed,
+                op.events,
+                ms(fe.p50_ms),
+                ms(fe.p99_ms)
+            ));
+        }
+        if let Some(u) = &op.upstream {
+            let own = op
+                .latency
+                .as_ref()
+                .map(|l| {
+                    format!(
+                        "; the rest of the median, {}, is the target's own (and the network's)",
+                        ms((l.p50_ms - u.p50_ms).max(0.0))
+                    )
+                })
+                .unwrap_or_default();
+            out.push(format!(
+                "{}: time upstream (the target's timing header, {} responses) p50 {} p99 {}{own}",
+                op.name,
+                u.count,
+                ms(u.p50_ms),
+                ms(u.p99_ms)
+            ));
+        }
+    }
+    out
+}
+
 /// Non-zero outcome counts, e.g. `ok 1200, http(500) 3, protocol(wrong_id) 1`.
 pub fn outcomes_line(o: &Outcomes) -> String {
     let mut parts = Vec::new();
@@ -138,28 +184,8 @@ pub fn render(s: &Summary) -> String {
     for op in s.operations.iter().filter(|o| o.started > 0) {
         row(&mut out, op);
     }
-    for op in &s.operations {
-        if let Some(sv) = &op.service {
-            let _ = writeln!(
-                out,
-                "  {}: service time (from the actual send) p50 {} p99 {} max {}; the table times from the intended start",
-                op.name,
-                ms(sv.p50_ms),
-                ms(sv.p99_ms),
-                ms(sv.max_ms)
-            );
-        }
-        if let Some(fe) = &op.first_event {
-            let _ = writeln!(
-                out,
-                "  {}: {} streamed responses, {} events, first event p50 {} p99 {}",
-                op.name,
-                op.streamed,
-                op.events,
-                ms(fe.p50_ms),
-                ms(fe.p99_ms)
-            );
-        }
+    for line in op_details(s) {
+        let _ = writeln!(out, "  {line}");
     }
     let t = &s.totals;
     let _ = writeln!(out);

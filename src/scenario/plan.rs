@@ -187,6 +187,8 @@ pub struct Remote {
     pub headers: Vec<(String, String)>,
     /// How https/wss certificates are checked.
     pub trust: Trust,
+    /// `timing_header`: the response header carrying the server's own timing.
+    pub timing: Option<crate::transport::TimingHeader>,
 }
 
 impl Remote {

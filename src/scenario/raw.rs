@@ -64,6 +64,7 @@ pub struct RawTarget {
     pub tls: Option<Spanned<RawTls>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
+    pub timing_header: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -82,6 +82,23 @@ pub(super) fn target(
             None,
         ));
     }
+    let timing = match &raw.timing_header {
+        None => None,
+        Some(v) if transport != TransportKind::StreamableHttp => {
+            return Err(src.error(
+                v.span(),
+                "a timing header is read from each request's HTTP response: only Streamable HTTP has one per request",
+                Some("remove timing_header, or measure through a Streamable HTTP endpoint".into()),
+            ));
+        }
+        Some(v) => Some(crate::transport::TimingHeader::parse(v.get_ref()).map_err(|m| {
+            src.error(
+                v.span(),
+                m,
+                Some("e.g. timing_header = \"x-envoy-upstream-service-time\", or \"server-timing:upstream\"".into()),
+            )
+        })?),
+    };
     Ok(Remote {
         conn: Connection {
             transport,
@@ -92,6 +109,7 @@ pub(super) fn target(
         command,
         headers,
         trust,
+        timing,
     })
 }
 

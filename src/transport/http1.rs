@@ -87,12 +87,37 @@ pub struct ResponseHead {
 pub struct Captured {
     session_id: Vec<u8>,
     has_session_id: bool,
+    /// The timing header to read, and what the last head's said (ms).
+    timing: Option<super::TimingHeader>,
+    timing_ms: Option<f64>,
 }
 
 impl Captured {
     /// `Mcp-Session-Id` of the last response head, if it had one.
     pub fn session_id(&self) -> Option<&[u8]> {
         self.has_session_id.then_some(&self.session_id[..])
+    }
+
+    /// Also reads this timing header from every response head.
+    pub fn with_timing(timing: Option<super::TimingHeader>) -> Self {
+        Captured {
+            timing,
+            ..Captured::default()
+        }
+    }
+
+    /// The time the last response head's timing header reported.
+    pub fn timing(&self) -> Option<std::time::Duration> {
+        self.timing_ms
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0))
+    }
+
+    /// Records the timing header of a response head (HTTP/2, whose heads are parsed by hyper).
+    pub fn set_timing(&mut self, value: Option<&[u8]>) {
+        self.timing_ms = match (&self.timing, value) {
+            (Some(t), Some(v)) => t.value_ms(v),
+            _ => None,
+        };
     }
 
     /// Records the `Mcp-Session-Id` of a response head (`None`: it had none).
@@ -343,6 +368,7 @@ fn interpret(
     let mut chunked = false;
     let mut keep_alive = resp.version == Some(1);
     captured.set_session_id(None);
+    captured.timing_ms = None;
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -369,6 +395,10 @@ fn interpret(
             }
         } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
             captured.set_session_id(Some(h.value));
+        } else if let Some(t) = &captured.timing
+            && name.eq_ignore_ascii_case(t.name.as_bytes())
+        {
+            captured.timing_ms = t.value_ms(h.value);
         }
     }
     let framing = if status == 204 || status == 304 || (100..200).contains(&status) {

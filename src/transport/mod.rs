@@ -88,6 +88,72 @@ pub struct Endpoint {
     pub max_body: usize,
     /// Bound on connecting and on each handshake step.
     pub timeout: Duration,
+    /// A response header carrying the server's (a gateway's) own timing, recorded per request.
+    pub timing: Option<TimingHeader>,
+}
+
+/// A response header that reports time spent upstream (or in the server), in milliseconds:
+/// a plain number (`x-envoy-upstream-service-time: 12`) or a `server-timing` entry
+/// (`server-timing: upstream;dur=12.3, gw;dur=0.4`), picked by name or the first with a `dur`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimingHeader {
+    /// Header name, lower case.
+    pub name: String,
+    /// `server-timing` entry name; `None` takes the first entry with a duration.
+    pub metric: Option<String>,
+}
+
+impl TimingHeader {
+    /// `NAME` or `NAME:METRIC` (e.g. `server-timing:upstream`).
+    pub fn parse(spec: &str) -> Result<TimingHeader, String> {
+        let (name, metric) = match spec.split_once(':') {
+            Some((n, m)) => (n.trim(), Some(m.trim())),
+            None => (spec.trim(), None),
+        };
+        let token = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        };
+        if !token(name) || metric.is_some_and(|m| !token(m)) {
+            return Err(format!(
+                "`{spec}` is not a header name (or NAME:METRIC for a server-timing entry)"
+            ));
+        }
+        Ok(TimingHeader {
+            name: name.to_ascii_lowercase(),
+            metric: metric.map(str::to_string),
+        })
+    }
+
+    /// The milliseconds a header value reports, if it reports any.
+    pub fn value_ms(&self, v: &[u8]) -> Option<f64> {
+        let v = std::str::from_utf8(v).ok()?.trim();
+        if self.metric.is_none()
+            && let Ok(ms) = v.parse::<f64>()
+        {
+            return (ms.is_finite() && ms >= 0.0).then_some(ms);
+        }
+        v.split(',').find_map(|entry| {
+            let mut parts = entry.split(';').map(str::trim);
+            let name = parts.next()?;
+            if self
+                .metric
+                .as_deref()
+                .is_some_and(|m| !m.eq_ignore_ascii_case(name))
+            {
+                return None;
+            }
+            parts.find_map(|p| {
+                let (k, val) = p.split_once('=')?;
+                if !k.trim().eq_ignore_ascii_case("dur") {
+                    return None;
+                }
+                let ms: f64 = val.trim().trim_matches('"').parse().ok()?;
+                (ms.is_finite() && ms >= 0.0).then_some(ms)
+            })
+        })
+    }
 }
 
 impl Endpoint {
@@ -147,6 +213,8 @@ pub struct Reply {
     pub connected: bool,
     /// The server kept the SSE stream open after the response; the connection was dropped.
     pub lingered: bool,
+    /// The time the response's timing header reported ([`Endpoint::timing`]).
+    pub upstream: Option<Duration>,
 }
 
 impl Reply {
@@ -160,6 +228,7 @@ impl Reply {
             session_expired: false,
             connected: false,
             lingered: false,
+            upstream: None,
         }
     }
 }
@@ -265,4 +334,34 @@ pub(crate) fn discover_supports(result_message: &[u8], rev: Revision) -> bool {
         .and_then(|v| v.pointer("/result/supportedVersions").cloned())
         .and_then(|s| s.as_array().cloned())
         .is_some_and(|list| list.iter().any(|x| x.as_str() == Some(rev.as_str())))
+}
+
+#[cfg(test)]
+mod timing_tests {
+    use super::TimingHeader;
+
+    /// Envoy's plain milliseconds, `server-timing` entries by name or the first with a `dur`;
+    /// anything else reports nothing.
+    #[test]
+    fn timing_headers_read_milliseconds() {
+        let envoy = TimingHeader::parse("X-Envoy-Upstream-Service-Time").unwrap();
+        assert_eq!(envoy.name, "x-envoy-upstream-service-time");
+        assert_eq!(envoy.value_ms(b" 12 "), Some(12.0));
+        assert_eq!(envoy.value_ms(b"soon"), None);
+        let st = TimingHeader::parse("server-timing").unwrap();
+        assert_eq!(
+            st.value_ms(b"cache;desc=hit, upstream;dur=12.5, gw;dur=0.4"),
+            Some(12.5)
+        );
+        let named = TimingHeader::parse("server-timing:gw").unwrap();
+        assert_eq!(named.metric.as_deref(), Some("gw"));
+        assert_eq!(
+            named.value_ms(b"upstream;dur=12.5, gw;dur=\"0.4\""),
+            Some(0.4)
+        );
+        assert_eq!(named.value_ms(b"upstream;dur=12.5"), None);
+        assert_eq!(st.value_ms(b"upstream;dur=-3"), None);
+        assert!(TimingHeader::parse("bad header").is_err());
+        assert!(TimingHeader::parse("server-timing:").is_err());
+    }
 }

@@ -129,6 +129,7 @@ struct Head {
 
 impl HttpSession {
     pub fn new(ep: Arc<Endpoint>) -> Self {
+        let captured = Captured::with_timing(ep.timing.clone());
         let max = ep.max_body;
         let scheme = if ep.net.as_ref().is_some_and(|n| n.tls.is_some()) {
             "https"
@@ -148,7 +149,7 @@ impl HttpSession {
             resp: Vec::with_capacity(4096),
             answer: Vec::new(),
             sse: SseDecoder::new(max),
-            captured: Captured::default(),
+            captured,
             session_id: None,
             revision: None,
             next_id: 1,
@@ -431,6 +432,10 @@ impl HttpSession {
                         self.captured.set_session_id(
                             resp.headers().get("mcp-session-id").map(|v| v.as_bytes()),
                         );
+                        if let Some(t) = &self.ep.timing {
+                            self.captured
+                                .set_timing(resp.headers().get(&t.name).map(|v| v.as_bytes()));
+                        }
                         (Head { status, content }, Body::H2(resp.into_body()))
                     }
                     Err(_) => {
@@ -578,6 +583,7 @@ impl HttpSession {
     /// Leaves an HTTP/1.1 connection reusable: finish a body the server is still sending
     /// (briefly), or drop the connection.
     async fn after_body(&mut self, mut reply: Reply) -> Reply {
+        reply.upstream = self.captured.timing();
         if let Some(Conn::H1(c)) = self.conn.as_mut() {
             if c.body_pending() {
                 match tokio::time::timeout(LINGER, c.discard_body()).await {

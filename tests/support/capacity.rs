@@ -1,5 +1,6 @@
 //! An MCP server with a known capacity: its one tool, `work`, takes `service` and at most
-//! `slots` run at once (the rest queue), so it serves `slots / service` calls per second.
+//! `slots` run at once (the rest queue), so it serves `slots / service` calls per second. Its
+//! responses say how long the work took, as a gateway would: `Server-Timing: work;dur=MS`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,7 @@ async fn conn(
             return;
         };
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let mut timing = String::new();
         let id = v["id"].clone();
         let json = match v["method"].as_str().unwrap_or_default() {
             "initialize" => format!(
@@ -57,7 +59,12 @@ async fn conn(
             ),
             "tools/call" => {
                 let _permit = permits.acquire().await;
+                let began = std::time::Instant::now();
                 tokio::time::sleep(service).await;
+                timing = format!(
+                    "Server-Timing: work;dur={:.3}\r\n",
+                    began.elapsed().as_secs_f64() * 1000.0
+                );
                 format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"done"}}]}}}}"#
                 )
@@ -67,7 +74,7 @@ async fn conn(
             }
         };
         let reply = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{timing}Content-Length: {}\r\n\r\n{json}",
             json.len()
         );
         if s.write_all(reply.as_bytes()).await.is_err() {
