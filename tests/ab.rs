@@ -30,11 +30,24 @@ fn added_latency_matches_an_injected_delay() {
         "concurrency = 1",
     );
     let plan = Arc::new(mcpbench::scenario::parse("ab.toml", &text, &|_| None).unwrap());
+    let (live, watched) = tokio::sync::watch::channel(None);
     let opts = RunOptions {
         output: Some(dir.path().join("ab")),
+        live: Some(Arc::new(live)),
         ..RunOptions::default()
     };
     let (report, out) = driver::ab::ab(plan, &opts, CancellationToken::new()).unwrap();
+    // The dashboard's header names the slice and the comparison so far.
+    let last = watched
+        .borrow()
+        .clone()
+        .expect("the slices published a live view");
+    let title = &last.header.scenario;
+    assert!(
+        title.starts_with("ab · A/B level 1 · round 5/5 · ")
+            && title.contains(" · so far gateway adds +"),
+        "{title}"
+    );
     assert_eq!(report.levels.len(), 1);
     let lv = &report.levels[0];
     assert_eq!(lv.slices.len(), 10, "10 s: 5 rounds × 2 targets × 1 s");

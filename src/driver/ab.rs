@@ -72,10 +72,17 @@ pub fn ab(
                 let mut p = at_level(&plan, level, ab.slice);
                 p.target = target.clone();
                 p.ab = None;
+                let label = format!(
+                    "A/B level {level} · round {}/{} · {name}{}",
+                    round + 1,
+                    ab.pairs,
+                    so_far(&report, &lv)
+                );
                 let out = run(
                     Arc::new(p),
                     &RunOptions {
                         output: Some(slice_dir.clone()),
+                        label: Some(label),
                         ..opts.clone()
                     },
                     interrupt.clone(),
@@ -139,4 +146,27 @@ pub fn ab(
     report.breached = breached;
     crate::report::ab::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
     Ok((report, dir))
+}
+
+/// The comparison so far at this level (for the dashboard's header): the first compared
+/// target's added p50 on the first operation, once two rounds are complete.
+fn so_far(report: &AbReport, lv: &AbLevel) -> String {
+    let mut partial = AbReport {
+        levels: vec![lv.clone()],
+        ..report.clone()
+    };
+    partial.finish();
+    partial.levels[0]
+        .comparisons
+        .first()
+        .and_then(|c| {
+            let d = c.deltas.iter().find(|d| d.metric == "p50")?;
+            Some(format!(
+                " · so far {} adds {:+.3} ms p50 (±{:.3})",
+                c.target,
+                d.added_ms.mean,
+                (d.added_ms.high - d.added_ms.low) / 2.0
+            ))
+        })
+        .unwrap_or_default()
 }

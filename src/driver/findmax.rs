@@ -285,6 +285,16 @@ pub fn find_max(
         let step_dir = dir.join(format!("step-{:02}", report.steps.len() + 1));
         let step_opts = RunOptions {
             output: Some(step_dir.clone()),
+            label: Some(format!(
+                "find-max step {}{}: {} {level:.1}",
+                report.steps.len() + 1,
+                if stage == Stage::Confirm {
+                    " (confirming)"
+                } else {
+                    ""
+                },
+                report.level
+            )),
             ..opts.clone()
         };
         let duration = match stage {

@@ -49,6 +49,9 @@ pub struct RunOptions {
     pub workers: Option<usize>,
     /// Scenario file path, for the report.
     pub scenario_file: String,
+    /// What this run is part of (a find-max step, an A/B slice and the comparison so far),
+    /// shown after the scenario's name on the dashboard.
+    pub label: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -62,6 +65,7 @@ impl Default for RunOptions {
             live: None,
             workers: None,
             scenario_file: String::new(),
+            label: None,
         }
     }
 }
@@ -213,7 +217,10 @@ pub fn run(
     };
     let mut watch = opts.live.clone().map(|sink| {
         let header = RunHeader {
-            scenario: plan.name.clone(),
+            scenario: match &opts.label {
+                Some(l) => format!("{} · {l}", plan.name),
+                None => plan.name.clone(),
+            },
             target: target.clone(),
             load: load_info(&plan, workers),
             ops: ops.clone(),
