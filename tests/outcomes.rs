@@ -25,6 +25,9 @@ fn each_misbehaviour_lands_in_its_own_class() {
         ("inputrequired", "input_required"),
         ("badresulttype", "protocol(bad_result_type)"),
         ("http500", "http(500)"),
+        ("auth401", "http(401 auth)"),
+        ("forbidden403", "http(403 forbidden)"),
+        ("limited429", "http(429 rate_limited)"),
         ("badjson", "protocol(bad_json)"),
         ("wrongid", "protocol(wrong_id)"),
         ("reset", "io"),
@@ -52,11 +55,18 @@ fn each_misbehaviour_lands_in_its_own_class() {
         );
     }
     assert_eq!(s.totals.unaccounted, 0);
-    assert!(
-        s.notes.iter().any(|n| n.contains("wrong JSON-RPC id")),
-        "{:?}",
-        s.notes
-    );
+    for note in [
+        "wrong JSON-RPC id",
+        "responses were 401 (auth): credentials missing, wrong or expired",
+        "responses were 403 (forbidden): a policy denied the call",
+        "responses were 429 (rate_limited), advising Retry-After p50 2.00s max 2.00s",
+    ] {
+        assert!(
+            s.notes.iter().any(|n| n.contains(note)),
+            "{note}: {:?}",
+            s.notes
+        );
+    }
     // Bounded: requests stop at the end and stragglers get at most the timeout.
     assert!(
         s.measured_seconds < 2.0 + 0.3 + 1.0,

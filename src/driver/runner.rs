@@ -791,6 +791,9 @@ fn finish(
             if let Some(u) = reply.upstream {
                 rec.upstream(op, phase, u);
             }
+            if let (Outcome::Http(429), Some(after)) = (reply.outcome, reply.retry_after) {
+                rec.retry_after(phase, after);
+            }
             (reply.outcome, reply.connected)
         }
         None => (Outcome::Timeout, false),

@@ -154,11 +154,30 @@ impl ProtocolKind {
     }
 }
 
+/// What a gateway means by an HTTP status it answers with instead of a result: `401` auth
+/// (missing or bad credentials), `403` forbidden (a policy denied it), `429` rate-limited.
+pub fn http_meaning(status: u16) -> Option<&'static str> {
+    match status {
+        401 => Some("auth"),
+        403 => Some("forbidden"),
+        429 => Some("rate_limited"),
+        _ => None,
+    }
+}
+
+/// `http(503)`, or with its meaning: `http(429 rate_limited)`.
+pub fn http_label(status: u16) -> String {
+    match http_meaning(status) {
+        Some(m) => format!("http({status} {m})"),
+        None => format!("http({status})"),
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Outcome::RpcError(c) => write!(f, "rpc_error({c})"),
-            Outcome::Http(s) => write!(f, "http({s})"),
+            Outcome::Http(s) => f.write_str(&http_label(*s)),
             Outcome::Protocol(k) => write!(f, "protocol({})", k.name()),
             other => f.write_str(other.class().name()),
         }
@@ -287,5 +306,8 @@ mod tests {
         assert_eq!(b.protocol[ProtocolKind::WrongId as usize], 2);
         assert_eq!(b.errors(), 12);
         assert_eq!(Outcome::Http(503).to_string(), "http(503)");
+        assert_eq!(Outcome::Http(401).to_string(), "http(401 auth)");
+        assert_eq!(Outcome::Http(403).to_string(), "http(403 forbidden)");
+        assert_eq!(Outcome::Http(429).to_string(), "http(429 rate_limited)");
     }
 }

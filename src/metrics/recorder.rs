@@ -178,6 +178,8 @@ pub struct Recorder {
     pub warmup_dropped: u64,
     /// Open loop: how late the generator released each arrival after its intended start.
     pub lateness: Option<Histogram<u64>>,
+    /// `Retry-After` of rate-limited (429) responses.
+    pub retry_after: Option<Histogram<u64>>,
     /// Requests in flight when the shard was handed over (a gauge, summed over workers).
     pub in_flight: u64,
     /// The worker thread's CPU time (user + system) in the interval, where the platform
@@ -211,6 +213,7 @@ impl Recorder {
             dropped: 0,
             warmup_dropped: 0,
             lateness: None,
+            retry_after: None,
             in_flight: 0,
             cpu: Duration::ZERO,
             failures: Vec::new(),
@@ -264,6 +267,16 @@ impl Recorder {
         }
     }
 
+    /// The `Retry-After` a rate-limited response advised.
+    #[inline]
+    pub fn retry_after(&mut self, phase: Phase, after: Duration) {
+        if phase == Phase::Measured {
+            self.retry_after
+                .get_or_insert_with(new_histogram)
+                .saturating_record(micros(after));
+        }
+    }
+
     /// Open loop: how late an arrival was released.
     #[inline]
     pub fn late(&mut self, phase: Phase, lateness: Duration) {
@@ -302,6 +315,7 @@ impl Recorder {
         self.dropped += other.dropped;
         self.warmup_dropped += other.warmup_dropped;
         merge_hist(&mut self.lateness, &other.lateness);
+        merge_hist(&mut self.retry_after, &other.retry_after);
         self.in_flight += other.in_flight;
         self.cpu += other.cpu;
         for f in &other.failures {
@@ -348,6 +362,9 @@ impl Recorder {
         self.sessions = SessionCounts::default();
         self.dropped = 0;
         self.warmup_dropped = 0;
+        if let Some(h) = &mut self.retry_after {
+            h.reset();
+        }
         if let Some(h) = &mut self.lateness {
             h.reset();
         }

@@ -61,6 +61,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
     let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
         + totals.warmup.iter().map(|w| w.0).sum::<u64>();
     let mut notes = notes(plan, &operations, &work_totals, &opening, &totals.sessions);
+    notes.extend(gateway_refusals(&operations, totals.retry_after.as_ref()));
     notes.extend(facts.notes);
     let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
@@ -101,6 +102,45 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         summary.notes.push(note);
     }
     summary
+}
+
+/// What a gateway's refusals mean: 401 (credentials), 403 (policy), 429 (its rate limit, with
+/// the `Retry-After` it advised).
+fn gateway_refusals(
+    ops: &[Operation],
+    retry_after: Option<&hdrhistogram::Histogram<u64>>,
+) -> Vec<String> {
+    let count = |status: &str| -> u64 {
+        ops.iter()
+            .map(|o| o.outcomes.http.get(status).copied().unwrap_or(0))
+            .sum()
+    };
+    let mut n = Vec::new();
+    let auth = count("401");
+    if auth > 0 {
+        n.push(format!(
+            "{auth} responses were 401 (auth): credentials missing, wrong or expired"
+        ));
+    }
+    let forbidden = count("403");
+    if forbidden > 0 {
+        n.push(format!("{forbidden} responses were 403 (forbidden): a policy denied the call (is the tool in this tenant's set?)"));
+    }
+    let limited = count("429");
+    if limited > 0 {
+        let advice = retry_after
+            .filter(|h| !h.is_empty())
+            .map_or_else(String::new, |h| {
+                let l = Latency::from_hist(h);
+                format!(
+                    ", advising Retry-After p50 {} max {}",
+                    super::text::ms(l.p50_ms),
+                    super::text::ms(l.max_ms)
+                )
+            });
+        n.push(format!("{limited} responses were 429 (rate_limited){advice}: the target admits less than this load, so its limit, not its latency, shapes these results"));
+    }
+    n
 }
 
 /// The generator itself near its ceiling (its threads busy most of the run, or open-loop

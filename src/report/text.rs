@@ -77,7 +77,11 @@ pub fn outcomes_line(o: &Outcomes) -> String {
     }
     push("input_required".into(), o.input_required);
     for (status, n) in &o.http {
-        push(format!("http({status})"), *n);
+        let label = status.parse().map_or_else(
+            |_| format!("http({status})"),
+            crate::metrics::outcome::http_label,
+        );
+        push(label, *n);
     }
     push("timeout".into(), o.timeout);
     push("connect".into(), o.connect);

@@ -90,6 +90,8 @@ pub struct Captured {
     /// The timing header to read, and what the last head's said (ms).
     timing: Option<super::TimingHeader>,
     timing_ms: Option<f64>,
+    /// `Retry-After` of the last head, in seconds (the delta-seconds form).
+    retry_after: Option<u64>,
 }
 
 impl Captured {
@@ -110,6 +112,17 @@ impl Captured {
     pub fn timing(&self) -> Option<std::time::Duration> {
         self.timing_ms
             .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0))
+    }
+
+    /// `Retry-After` of the last response head (a 429's or 503's advice), in its delta-seconds
+    /// form; an HTTP date is not read.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.retry_after.map(std::time::Duration::from_secs)
+    }
+
+    /// Records the `Retry-After` of a response head (HTTP/2).
+    pub fn set_retry_after(&mut self, value: Option<&[u8]>) {
+        self.retry_after = value.and_then(retry_seconds);
     }
 
     /// Records the timing header of a response head (HTTP/2, whose heads are parsed by hyper).
@@ -369,6 +382,7 @@ fn interpret(
     let mut keep_alive = resp.version == Some(1);
     captured.set_session_id(None);
     captured.timing_ms = None;
+    captured.retry_after = None;
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -395,6 +409,8 @@ fn interpret(
             }
         } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
             captured.set_session_id(Some(h.value));
+        } else if name.eq_ignore_ascii_case(b"retry-after") {
+            captured.retry_after = retry_seconds(h.value);
         } else if let Some(t) = &captured.timing
             && name.eq_ignore_ascii_case(t.name.as_bytes())
         {
@@ -421,6 +437,11 @@ fn interpret(
         framing,
         keep_alive,
     })
+}
+
+/// A `Retry-After` in delta-seconds.
+fn retry_seconds(v: &[u8]) -> Option<u64> {
+    std::str::from_utf8(trim(v)).ok()?.parse().ok()
 }
 
 fn trim(b: &[u8]) -> &[u8] {

@@ -215,6 +215,8 @@ pub struct Reply {
     pub lingered: bool,
     /// The time the response's timing header reported ([`Endpoint::timing`]).
     pub upstream: Option<Duration>,
+    /// The response's `Retry-After` (delta-seconds), e.g. on a 429.
+    pub retry_after: Option<Duration>,
 }
 
 impl Reply {
@@ -229,6 +231,7 @@ impl Reply {
             connected: false,
             lingered: false,
             upstream: None,
+            retry_after: None,
         }
     }
 }

@@ -432,6 +432,9 @@ impl HttpSession {
                         self.captured.set_session_id(
                             resp.headers().get("mcp-session-id").map(|v| v.as_bytes()),
                         );
+                        self.captured.set_retry_after(
+                            resp.headers().get("retry-after").map(|v| v.as_bytes()),
+                        );
                         if let Some(t) = &self.ep.timing {
                             self.captured
                                 .set_timing(resp.headers().get(&t.name).map(|v| v.as_bytes()));
@@ -477,6 +480,8 @@ impl HttpSession {
             drop(body);
             let mut r = Reply::new(Outcome::Http(head.status));
             r.session_expired = head.status == 404 && self.session_id.is_some();
+            r.retry_after = self.captured.retry_after();
+            r.upstream = self.captured.timing();
             if !matches!(drained, Ok(ControlFlow::Continue(()))) {
                 self.drop_if_h1();
             }
@@ -584,6 +589,7 @@ impl HttpSession {
     /// (briefly), or drop the connection.
     async fn after_body(&mut self, mut reply: Reply) -> Reply {
         reply.upstream = self.captured.timing();
+        reply.retry_after = self.captured.retry_after();
         if let Some(Conn::H1(c)) = self.conn.as_mut() {
             if c.body_pending() {
                 match tokio::time::timeout(LINGER, c.discard_body()).await {

@@ -12,6 +12,9 @@ use super::raw_http::{self, ThreadServer, read_request};
 pub const TOOLS: &[&str] = &[
     "ok",
     "http500",
+    "auth401",
+    "forbidden403",
+    "limited429",
     "badjson",
     "wrongid",
     "reset",
@@ -95,6 +98,9 @@ async fn conn(mut s: TcpStream) {
                 "toolerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"isError":true}}}}"#), ""),
                 "rpcerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"boom"}}}}"#), ""),
                 "http500" => b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops!".to_vec(),
+                "auth401" => b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\r\n".to_vec(),
+                "forbidden403" => b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n".to_vec(),
+                "limited429" => b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n".to_vec(),
                 "badjson" => json_response("{this is not json", ""),
                 "wrongid" => {
                     let wrong = id.as_i64().unwrap_or(0) + 1000;
