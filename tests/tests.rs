@@ -6,6 +6,7 @@ mod ab;
 mod architecture;
 mod browser;
 mod cli;
+mod credentials;
 mod e2e;
 mod interop;
 mod load_models;

@@ -120,11 +120,23 @@ pub fn check(
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
     let mut resolved = resolve::resolve(plan, opts)?;
-    let preflight = preflight::connect(rt, plan.connection().protocol, &mut resolved.endpoint)
-        .map_err(|source| RunError::Preflight {
-            url: resolved.url.clone(),
-            source,
+    // With per-user credentials, the preflight speaks as the first user.
+    let mut probe = resolved.endpoint.clone();
+    if let crate::scenario::Target::Remote(r) = &plan.target
+        && let Some(c) = r.credentials.first()
+    {
+        for (name, value) in &c.headers {
+            probe.add_header(name, value);
+        }
+    }
+    let preflight =
+        preflight::connect(rt, plan.connection().protocol, &mut probe).map_err(|source| {
+            RunError::Preflight {
+                url: resolved.url.clone(),
+                source,
+            }
         })?;
+    resolved.endpoint.protocol = probe.protocol;
     preflight::check_workload(plan, &preflight).map_err(RunError::Workload)?;
     Ok(Checked {
         resolved,
@@ -286,7 +298,32 @@ fn context(
 ) -> runner::Ctx {
     let start = Instant::now() + Duration::from_millis(20);
     let items = &plan.workload;
+    // Per-virtual-user credentials: an endpoint each, with its headers added.
+    let credentials = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.credentials.clone(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    };
+    let tenants: Vec<String> = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.tenants(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    };
+    let mut secrets = endpoint.headers.clone();
+    let endpoints = credentials
+        .iter()
+        .map(|c| {
+            let mut ep = (*endpoint).clone();
+            for (name, value) in &c.headers {
+                ep.add_header(name, value);
+                secrets.push((name.clone(), value.clone()));
+            }
+            let tenant = tenants.iter().position(|t| t == &c.tenant).unwrap_or(0);
+            (Arc::new(ep), tenant)
+        })
+        .collect();
     runner::Ctx {
+        endpoints,
+        tenants,
+        secrets,
         templates: items
             .iter()
             .map(|w| workload::RequestTemplate::new(w, pre.revision))

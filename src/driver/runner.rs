@@ -48,6 +48,13 @@ use crate::transport::{CallSpec, Endpoint, Reply, Session, TransportKind};
 pub struct Ctx {
     pub plan: Arc<Plan>,
     pub endpoint: Arc<Endpoint>,
+    /// Per-virtual-user credentials: virtual user `i` uses `endpoints[i % n]` (its headers
+    /// added) and counts for its tenant; empty: everyone uses `endpoint`.
+    pub endpoints: Vec<(Arc<Endpoint>, usize)>,
+    /// The credentials' tenants, by index.
+    pub tenants: Vec<String>,
+    /// Every header value that may be a secret, redacted from failure messages.
+    pub secrets: Vec<(String, String)>,
     pub templates: Vec<RequestTemplate>,
     pub specs: Vec<CallSpec>,
     pub mix: Mix,
@@ -67,6 +74,17 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The endpoint and tenant of the virtual user with this global index.
+    fn endpoint_of(&self, global: usize) -> (Arc<Endpoint>, Option<usize>) {
+        match self.endpoints.len() {
+            0 => (self.endpoint.clone(), None),
+            n => {
+                let (ep, tenant) = &self.endpoints[global % n];
+                (ep.clone(), Some(*tenant))
+            }
+        }
+    }
+
     fn phase(&self, t: Instant) -> Phase {
         if t < self.warmup_end {
             Phase::Warmup
@@ -86,6 +104,8 @@ struct InFlight {
     op: usize,
     phase: Phase,
     t0: Instant,
+    /// The virtual user's tenant, for workload requests.
+    tenant: Option<usize>,
 }
 
 type Slots = Rc<RefCell<Vec<Option<InFlight>>>>;
@@ -378,14 +398,13 @@ pub fn worker(
         match ep.kind {
             TransportKind::StreamableHttp if sessions == Sessions::Shared => {
                 let shared = Rc::new(HttpShared::default());
-                run_vus(&drive, n, || {
+                // Shared sessions carry no per-user credentials (the scenario refuses both).
+                run_vus(&drive, n, |_| {
                     HttpSession::shared(ep.clone(), shared.clone())
                 })
                 .await
             }
-            TransportKind::StreamableHttp => {
-                run_vus(&drive, n, || HttpSession::new(ep.clone())).await
-            }
+            TransportKind::StreamableHttp => run_vus(&drive, n, HttpSession::new).await,
             TransportKind::Stdio => run_mux::<StdioConnector>(&drive, n).await,
             TransportKind::WebSocket => run_mux::<WsConnector>(&drive, n).await,
             TransportKind::LegacySse => run_mux::<SseConnector>(&drive, n).await,
@@ -479,7 +498,7 @@ async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
     if drive.ctx.plan.load.sessions == Sessions::Shared {
         let slot = Rc::new(Shared::<C::Out>::default());
         let s = slot.clone();
-        run_vus(drive, n, move || {
+        run_vus(drive, n, move |_| {
             MuxSession::<C>::shared(ep.clone(), s.clone(), n)
         })
         .await;
@@ -492,14 +511,21 @@ async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
             drive.shards.now().sessions.add_transport(st);
         }
     } else {
-        run_vus(drive, n, move || MuxSession::<C>::new(ep.clone())).await;
+        run_vus(drive, n, MuxSession::<C>::new).await;
     }
 }
 
 /// Spawns the virtual users, waits for them (or the abort), and counts what an abort cut.
-async fn run_vus<S: Session + 'static, F: Fn() -> S>(drive: &Rc<Drive>, n: usize, make: F) {
+async fn run_vus<S: Session + 'static, F: Fn(Arc<Endpoint>) -> S>(
+    drive: &Rc<Drive>,
+    n: usize,
+    make: F,
+) {
     let mut handles: Vec<_> = (0..n)
-        .map(|slot| tokio::task::spawn_local(virtual_user(drive.clone(), slot, make())))
+        .map(|slot| {
+            let (ep, _) = drive.ctx.endpoint_of(drive.global[slot]);
+            tokio::task::spawn_local(virtual_user(drive.clone(), slot, make(ep)))
+        })
         .collect();
     let all = async {
         for h in handles.iter_mut() {
@@ -525,7 +551,11 @@ async fn run_vus<S: Session + 'static, F: Fn() -> S>(drive: &Rc<Drive>, n: usize
             let cut: Vec<InFlight> = drive.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
             let mut rec = drive.shards.at(now);
             for f in cut {
-                rec.record(f.op, f.phase, Outcome::Cancelled, now.saturating_duration_since(f.t0));
+                let latency = now.saturating_duration_since(f.t0);
+                rec.record(f.op, f.phase, Outcome::Cancelled, latency);
+                if let Some(t) = f.tenant {
+                    rec.record_tenant(t, f.phase, Outcome::Cancelled, latency);
+                }
             }
         }
     }
@@ -621,8 +651,14 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
     let ctx = drive.ctx.clone();
     let shards = &*drive.shards;
     let global = drive.global[slot];
-    let track = |op: usize, phase: Phase, t0: Instant| {
-        drive.slots.borrow_mut()[slot] = Some(InFlight { op, phase, t0 })
+    let (_, tenant) = ctx.endpoint_of(global);
+    let track = |op: usize, phase: Phase, t0: Instant, tenant: Option<usize>| {
+        drive.slots.borrow_mut()[slot] = Some(InFlight {
+            op,
+            phase,
+            t0,
+            tenant,
+        })
     };
     let untrack = || drive.slots.borrow_mut()[slot] = None;
     let mut rng =
@@ -670,13 +706,13 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             } else {
                 let t0 = Instant::now();
                 shards.at(t0).started(OP_INITIALIZE, phase);
-                track(OP_INITIALIZE, phase, t0);
+                track(OP_INITIALIZE, phase, t0, None);
                 let r = {
                     let open = std::pin::pin!(session.open());
                     watchdog.bounded(t0 + ctx.endpoint.timeout, open).await
                 };
                 untrack();
-                let (outcome, connected) = finish(shards, OP_INITIALIZE, phase, t0, t0, r);
+                let (outcome, connected) = finish(shards, OP_INITIALIZE, None, phase, t0, t0, r);
                 {
                     let mut rb = shards.now();
                     rb.sessions.connections += u64::from(connected);
@@ -699,6 +735,9 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 rb.started(op, phase);
                 let latency = failed.saturating_duration_since(intended);
                 rb.record(op, phase, Outcome::Connect, latency);
+                if let Some(t) = tenant {
+                    rb.record_tenant(t, phase, Outcome::Connect, latency);
+                }
                 continue;
             }
             now = Instant::now();
@@ -710,7 +749,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         // Closed loop: the request is meant to start now (after any session opening).
         let intended = if drive.pool.is_some() { intended } else { sent };
         shards.at(sent).started(item.op, phase);
-        track(item.op, phase, intended);
+        track(item.op, phase, intended, tenant);
         let r = {
             let call = std::pin::pin!(session.call(&ctx.specs[item_index], |out, id| {
                 template.write(item, out, id, &mut rng)
@@ -719,11 +758,10 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         };
         untrack();
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
-        let (outcome, connected) = finish(shards, item.op, phase, intended, sent, r);
+        let (outcome, connected) = finish(shards, item.op, tenant, phase, intended, sent, r);
         if matches!(outcome, Outcome::ToolError | Outcome::RpcError(_)) {
             shards.now().note_failure(item.op, outcome, || {
-                preflight::failure_text(session.last_message())
-                    .map(|m| redact(&m, &ctx.endpoint.headers))
+                preflight::failure_text(session.last_message()).map(|m| redact(&m, &ctx.secrets))
             });
         }
         shards.now().sessions.connections += u64::from(connected);
@@ -769,6 +807,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
 fn finish(
     shards: &Shards,
     op: usize,
+    tenant: Option<usize>,
     phase: Phase,
     intended: Instant,
     sent: Instant,
@@ -798,7 +837,11 @@ fn finish(
         }
         None => (Outcome::Timeout, false),
     };
-    rec.record(op, phase, outcome, done.saturating_duration_since(intended));
+    let latency = done.saturating_duration_since(intended);
+    rec.record(op, phase, outcome, latency);
+    if let Some(t) = tenant {
+        rec.record_tenant(t, phase, outcome, latency);
+    }
     if intended != sent {
         rec.service(op, phase, done.saturating_duration_since(sent));
     }

@@ -180,6 +180,9 @@ pub struct Recorder {
     pub lateness: Option<Histogram<u64>>,
     /// `Retry-After` of rate-limited (429) responses.
     pub retry_after: Option<Histogram<u64>>,
+    /// Per tenant (of per-user credentials): the workload requests of its users, every
+    /// operation together (measured phase; `started` counts them as they end).
+    pub tenants: Vec<OpShard>,
     /// Requests in flight when the shard was handed over (a gauge, summed over workers).
     pub in_flight: u64,
     /// The worker thread's CPU time (user + system) in the interval, where the platform
@@ -214,6 +217,7 @@ impl Recorder {
             warmup_dropped: 0,
             lateness: None,
             retry_after: None,
+            tenants: Vec::new(),
             in_flight: 0,
             cpu: Duration::ZERO,
             failures: Vec::new(),
@@ -267,6 +271,20 @@ impl Recorder {
         }
     }
 
+    /// A workload request of a user of tenant `t` ended (measured phase only).
+    #[inline]
+    pub fn record_tenant(&mut self, t: usize, phase: Phase, outcome: Outcome, latency: Duration) {
+        if phase != Phase::Measured {
+            return;
+        }
+        if self.tenants.len() <= t {
+            self.tenants.resize_with(t + 1, OpShard::default);
+        }
+        let s = &mut self.tenants[t];
+        s.started += 1;
+        s.record(outcome, latency);
+    }
+
     /// The `Retry-After` a rate-limited response advised.
     #[inline]
     pub fn retry_after(&mut self, phase: Phase, after: Duration) {
@@ -316,6 +334,13 @@ impl Recorder {
         self.warmup_dropped += other.warmup_dropped;
         merge_hist(&mut self.lateness, &other.lateness);
         merge_hist(&mut self.retry_after, &other.retry_after);
+        if self.tenants.len() < other.tenants.len() {
+            self.tenants
+                .resize_with(other.tenants.len(), OpShard::default);
+        }
+        for (m, t) in self.tenants.iter_mut().zip(&other.tenants) {
+            m.merge(t);
+        }
         self.in_flight += other.in_flight;
         self.cpu += other.cpu;
         for f in &other.failures {
@@ -364,6 +389,9 @@ impl Recorder {
         self.warmup_dropped = 0;
         if let Some(h) = &mut self.retry_after {
             h.reset();
+        }
+        for t in &mut self.tenants {
+            t.clear();
         }
         if let Some(h) = &mut self.lateness {
             h.reset();

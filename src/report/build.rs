@@ -79,6 +79,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         totals: work_totals,
         session_opening: opening,
         operations,
+        tenants: tenant_rows(plan, totals, seconds),
         warmup,
         sessions: totals.sessions.into(),
         generator: Generator {
@@ -102,6 +103,22 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         summary.notes.push(note);
     }
     summary
+}
+
+/// One row per tenant of the target's credentials, in their order.
+fn tenant_rows(plan: &Plan, totals: &Recorder, seconds: f64) -> Vec<Operation> {
+    let names = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.tenants(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    };
+    let none = crate::metrics::recorder::OpShard::default();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            Operation::from_shard(name, totals.tenants.get(i).unwrap_or(&none), seconds)
+        })
+        .collect()
 }
 
 /// What a gateway's refusals mean: 401 (credentials), 403 (policy), 429 (its rate limit, with

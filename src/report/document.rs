@@ -85,43 +85,14 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
         });
     }
     doc.push(Block::Heading("Operations".into()));
-    let lat = |l: Option<&super::summary::Latency>, f: fn(&super::summary::Latency) -> f64| {
-        l.map_or("-".into(), |l| ms(f(l)))
-    };
-    doc.push(Block::Table {
-        head: [
-            "operation",
-            "requests",
-            "ok/s",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "max",
-            "outcomes",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: s
-            .operations
-            .iter()
-            .filter(|o| o.started > 0)
-            .map(|o| {
-                let l = o.latency.as_ref();
-                vec![
-                    o.name.clone(),
-                    o.started.to_string(),
-                    format!("{:.1}", o.throughput),
-                    lat(l, |l| l.p50_ms),
-                    lat(l, |l| l.p90_ms),
-                    lat(l, |l| l.p99_ms),
-                    lat(l, |l| l.p999_ms),
-                    lat(l, |l| l.max_ms),
-                    outcomes_line(&o.outcomes),
-                ]
-            })
-            .collect(),
-    });
+    doc.push(op_table(
+        "operation",
+        s.operations.iter().filter(|o| o.started > 0),
+    ));
+    if !s.tenants.is_empty() {
+        doc.push(Block::Heading("By tenant".into()));
+        doc.push(op_table("tenant", s.tenants.iter()));
+    }
     let details = super::text::op_details(s);
     if !details.is_empty() {
         doc.push(Block::List(details));
@@ -179,6 +150,36 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     }
     charts(run, &mut doc);
     doc
+}
+
+/// The per-operation table (or per-tenant: `first` names the first column).
+fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a super::summary::Operation>) -> Block {
+    let lat = |l: Option<&super::summary::Latency>, f: fn(&super::summary::Latency) -> f64| {
+        l.map_or("-".into(), |l| ms(f(l)))
+    };
+    Block::Table {
+        head: [
+            first, "requests", "ok/s", "p50", "p90", "p99", "p99.9", "max", "outcomes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: ops
+            .map(|o| {
+                let l = o.latency.as_ref();
+                vec![
+                    o.name.clone(),
+                    o.started.to_string(),
+                    format!("{:.1}", o.throughput),
+                    lat(l, |l| l.p50_ms),
+                    lat(l, |l| l.p90_ms),
+                    lat(l, |l| l.p99_ms),
+                    lat(l, |l| l.p999_ms),
+                    lat(l, |l| l.max_ms),
+                    outcomes_line(&o.outcomes),
+                ]
+            })
+            .collect(),
+    }
 }
 
 pub(crate) fn latency_label(ms_value: f64) -> String {

@@ -163,6 +163,33 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
             }
         }
     }
+    // Tenants: counts add; their latency is not in latency.hlog, so it stays per run.
+    let mut tenants: Vec<Operation> = Vec::new();
+    for r in &read {
+        for t in &r.summary.tenants {
+            dropped_extras = true;
+            match tenants.iter_mut().find(|m| m.name == t.name) {
+                Some(m) => {
+                    m.started += t.started;
+                    m.completed += t.completed;
+                    m.failed += t.failed;
+                    m.cancelled += t.cancelled;
+                    add_outcomes(&mut m.outcomes, &t.outcomes);
+                }
+                None => tenants.push(Operation {
+                    latency: None,
+                    latency_by_outcome: Default::default(),
+                    first_event: None,
+                    service: None,
+                    upstream: None,
+                    ..t.clone()
+                }),
+            }
+        }
+    }
+    for t in &mut tenants {
+        t.throughput = summary::rate(t.outcomes.ok, measured);
+    }
     for o in &mut operations {
         o.latency = merged_hist(&o.name).map(|h| Latency::from_hist(&h));
         o.throughput = summary::rate(o.outcomes.ok, measured);
@@ -215,7 +242,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
             .join(", ")
     )];
     if dropped_extras {
-        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
+        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream, tenants' latency and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
     }
     for r in &read {
         for n in &r.summary.notes {
@@ -238,6 +265,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
         totals,
         session_opening,
         operations,
+        tenants,
         warmup,
         sessions,
         generator: summary::Generator {

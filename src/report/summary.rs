@@ -32,6 +32,10 @@ pub struct Summary {
     /// from the workload; their latency is that operation's row.
     pub session_opening: Totals,
     pub operations: Vec<Operation>,
+    /// Per tenant of per-user credentials (`target.credentials`): its users' workload
+    /// requests, every operation together, named by the tenant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<Operation>,
     pub warmup: Vec<WarmupOperation>,
     pub sessions: Sessions,
     pub generator: Generator,

@@ -191,6 +191,12 @@ pub fn render(s: &Summary) -> String {
     for line in op_details(s) {
         let _ = writeln!(out, "  {line}");
     }
+    if !s.tenants.is_empty() {
+        let _ = writeln!(out, "by tenant (every operation of its users):");
+        for t in &s.tenants {
+            row(&mut out, t);
+        }
+    }
     let t = &s.totals;
     let _ = writeln!(out);
     let _ = writeln!(

@@ -87,6 +87,8 @@ pub enum Step {
 pub const OP_INITIALIZE: usize = 0;
 
 /// Where load goes.
+// Built once per run and never on the hot path: the size of a variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Target {
     /// The built-in reference server and mock backend, started in-process on 127.0.0.1 (a
@@ -189,6 +191,29 @@ pub struct Remote {
     pub trust: Trust,
     /// `timing_header`: the response header carrying the server's own timing.
     pub timing: Option<crate::transport::TimingHeader>,
+    /// Per-virtual-user credentials (virtual user `i` uses `credentials[i % n]`); empty: every
+    /// user sends `headers` alone.
+    pub credentials: Vec<Credential>,
+}
+
+/// One client's credentials: headers (values are secrets) and the tenant they belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub tenant: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Remote {
+    /// The tenants of the credentials, each once, in order of first appearance.
+    pub fn tenants(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in &self.credentials {
+            if !out.contains(&c.tenant) {
+                out.push(c.tenant.clone());
+            }
+        }
+        out
+    }
 }
 
 impl Remote {
@@ -412,6 +437,17 @@ pub(crate) fn build(
         )
     })?;
     let load = load::load(src, load_raw)?;
+    if let Target::Remote(r) = &target
+        && !r.credentials.is_empty()
+        && load.sessions == Sessions::Shared
+    {
+        return Err(src.error_at_key(
+            load_raw.span(),
+            "load.sessions",
+            "per-user credentials need a session per user: a shared session carries one user's headers",
+            Some("sessions = \"per-vu\" (the default) or \"per-request\"".into()),
+        ));
+    }
     if raw.workload.is_empty() {
         return Err(src.error_at_key(
             src.text.len()..src.text.len(),

@@ -65,6 +65,20 @@ pub struct RawTarget {
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
     pub timing_header: Option<Spanned<String>>,
+    /// Per-virtual-user credentials, each with its tenant.
+    #[serde(default)]
+    pub credentials: Vec<Spanned<RawCredential>>,
+    /// The same as a JSON Lines file, relative to the scenario.
+    pub credentials_file: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCredential {
+    pub tenant: Option<Spanned<String>>,
+    pub token: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

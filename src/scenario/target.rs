@@ -1,11 +1,13 @@
 //! `[target]` (a server or gateway to load) and `[embedded]` (the built-in reference server's
 //! options when there is no target).
 
+use std::collections::BTreeMap;
+
 use toml::Spanned;
 
 use super::args::expand_env;
 use super::check::{key_hint, one_of, opt_within};
-use super::plan::{Connection, Embedded, ProtocolChoice, Remote, Scheme, Url};
+use super::plan::{Connection, Credential, Embedded, ProtocolChoice, Remote, Scheme, Url};
 use super::raw::{RawEmbedded, RawTarget, RawTls};
 use super::{ScenarioError, Source};
 use crate::protocol::ResponseMode;
@@ -73,7 +75,21 @@ pub(super) fn target(
             ));
         }
     };
-    let headers = headers(src, raw, env)?;
+    let headers = headers(src, &raw.headers, env)?;
+    let credentials = credentials(src, raw, env)?;
+    if transport == TransportKind::Stdio && !credentials.is_empty() {
+        let at = raw
+            .credentials_file
+            .as_ref()
+            .map(|f| f.span())
+            .or(raw.credentials.first().map(|c| c.span()))
+            .unwrap_or(t.span());
+        return Err(src.error(
+            at,
+            "credentials are HTTP headers: a stdio server takes its credentials from `env`",
+            Some("remove them, or measure the server over HTTP".into()),
+        ));
+    }
     if transport == TransportKind::Stdio && !headers.is_empty() {
         return Err(src.error_at_key(
             t.span(),
@@ -110,6 +126,7 @@ pub(super) fn target(
         headers,
         trust,
         timing,
+        credentials,
     })
 }
 
@@ -248,11 +265,11 @@ fn trust(src: &Source<'_>, t: &RawTls) -> Result<Trust, ScenarioError> {
 /// environment and free of line breaks.
 fn headers(
     src: &Source<'_>,
-    raw: &RawTarget,
+    raw: &BTreeMap<String, Spanned<String>>,
     env: Env<'_>,
 ) -> Result<Vec<(String, String)>, ScenarioError> {
-    let mut out = Vec::with_capacity(raw.headers.len());
-    for (name, value) in &raw.headers {
+    let mut out = Vec::with_capacity(raw.len());
+    for (name, value) in raw {
         let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         if name.is_empty() || !name.bytes().all(token) {
             return Err(src.error(
@@ -283,6 +300,121 @@ fn headers(
             ));
         }
         out.push((name.clone(), v));
+    }
+    Ok(out)
+}
+
+/// `credentials` (inline tables) or `credentials_file` (JSON Lines, relative to the scenario):
+/// a tenant and a bearer `token` or `headers` each, values expanded from the environment.
+fn credentials(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    env: Env<'_>,
+) -> Result<Vec<Credential>, ScenarioError> {
+    let mut out = Vec::new();
+    for c in &raw.credentials {
+        let rc = c.get_ref();
+        let tenant = rc.tenant.as_ref().ok_or_else(|| {
+            src.error(
+                c.span(),
+                "every credential names its tenant",
+                Some("tenant = \"acme\"".into()),
+            )
+        })?;
+        let mut headers = headers(src, &rc.headers, env)?;
+        if let Some(token) = &rc.token {
+            let mut one = BTreeMap::new();
+            one.insert(
+                "Authorization".to_string(),
+                Spanned::new(token.span(), format!("Bearer {}", token.get_ref())),
+            );
+            headers.extend(self::headers(src, &one, env)?);
+        }
+        if headers.is_empty() {
+            return Err(src.error(
+                c.span(),
+                "a credential needs a token or headers",
+                Some(
+                    "token = \"${ACME_TOKEN}\", or headers = { \"X-Api-Key\" = \"${ACME_KEY}\" }"
+                        .into(),
+                ),
+            ));
+        }
+        out.push(Credential {
+            tenant: tenant.get_ref().clone(),
+            headers,
+        });
+    }
+    if let Some(f) = &raw.credentials_file {
+        if !raw.credentials.is_empty() {
+            return Err(src.error(
+                f.span(),
+                "credentials inline and from a file: give one or the other",
+                None,
+            ));
+        }
+        let base = std::path::Path::new(src.name)
+            .parent()
+            .unwrap_or(std::path::Path::new("."));
+        let path = base.join(f.get_ref());
+        let bad = |m: String| {
+            src.error(f.span(), m, Some("one JSON object per line: {\"tenant\": \"acme\", \"token\": \"…\"} or {\"tenant\": \"acme\", \"headers\": {\"X-Api-Key\": \"…\"}}".into()))
+        };
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            // The line's contents are secrets: errors name the line, never its text.
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+                bad(format!(
+                    "{} line {}: not JSON (at column {})",
+                    path.display(),
+                    i + 1,
+                    e.column()
+                ))
+            })?;
+            let tenant = v["tenant"]
+                .as_str()
+                .ok_or_else(|| bad(format!("{} line {}: no \"tenant\"", path.display(), i + 1)))?;
+            let mut headers = Vec::new();
+            if let Some(t) = v["token"].as_str() {
+                headers.push(("Authorization".to_string(), format!("Bearer {t}")));
+            }
+            if let Some(h) = v["headers"].as_object() {
+                for (k, val) in h {
+                    let val = val.as_str().ok_or_else(|| {
+                        bad(format!(
+                            "{} line {}: header {k} is not a string",
+                            path.display(),
+                            i + 1
+                        ))
+                    })?;
+                    headers.push((k.clone(), val.to_string()));
+                }
+            }
+            let clean = headers.iter().all(|(k, v)| {
+                !k.is_empty()
+                    && !RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str())
+                    && !v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+            });
+            if headers.is_empty() || !clean {
+                return Err(bad(format!(
+                    "{} line {}: a token or headers (no reserved names, no line breaks) are needed",
+                    path.display(),
+                    i + 1
+                )));
+            }
+            out.push(Credential {
+                tenant: tenant.to_string(),
+                headers,
+            });
+        }
+        if out.is_empty() {
+            return Err(bad(format!("{}: no credentials in it", path.display())));
+        }
     }
     Ok(out)
 }
