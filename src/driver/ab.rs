@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use super::findmax::at_level;
 use super::{RunError, RunOptions, run};
 use crate::report::ab::{AbLevel, AbReport, Slice};
-use crate::report::files;
 use crate::scenario::Plan;
 use crate::scenario::plan::Model;
 
@@ -28,18 +27,11 @@ pub fn ab(
     let ab = plan.ab.clone().ok_or_else(|| {
         RunError::Runtime(std::io::Error::other("the scenario has no [[targets]]"))
     })?;
-    let dir = opts.output.clone().unwrap_or_else(|| {
-        files::default_dir(
-            &opts.results_root,
-            &format!("{}-ab", plan.name),
-            time::OffsetDateTime::now_utc(),
-        )
-    });
+    let dir = super::parent_dir(&plan, opts, "ab")?;
     let output_error = |path: &Path, source: std::io::Error| RunError::Output {
         path: path.display().to_string(),
         source,
     };
-    std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, e))?;
     let names: Vec<String> = ab.targets.iter().map(|(n, _)| n.clone()).collect();
     let mut report = AbReport {
         scenario: plan.name.clone(),

@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::{RunError, RunOptions, run};
 use crate::report::Summary;
-use crate::report::files;
 use crate::report::sweep::{self, FindMaxReport, Stage, StepResult};
 use crate::scenario::Plan;
 use crate::scenario::plan::{FindMax, Model, Profile, Search, Step};
@@ -246,18 +245,11 @@ pub fn find_max(
     let fm = plan.find_max.clone().ok_or_else(|| {
         RunError::Runtime(std::io::Error::other("the scenario has no [find_max]"))
     })?;
-    let dir = opts.output.clone().unwrap_or_else(|| {
-        files::default_dir(
-            &opts.results_root,
-            &format!("{}-findmax", plan.name),
-            time::OffsetDateTime::now_utc(),
-        )
-    });
+    let dir = super::parent_dir(&plan, opts, "findmax")?;
     let output_error = |path: &std::path::Path, source: std::io::Error| RunError::Output {
         path: path.display().to_string(),
         source,
     };
-    std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, e))?;
     let open = matches!(plan.load.model, Model::Open { .. });
     let mut report = FindMaxReport {
         level: if open { "rate" } else { "vus" }.into(),

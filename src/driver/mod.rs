@@ -144,6 +144,23 @@ pub fn check(
     })
 }
 
+/// The directory of a run made of runs (find-max, A/B): `--output`, or a new one under the
+/// results root named after the scenario and `kind`; created.
+pub(crate) fn parent_dir(plan: &Plan, opts: &RunOptions, kind: &str) -> Result<PathBuf, RunError> {
+    let dir = opts.output.clone().unwrap_or_else(|| {
+        files::default_dir(
+            &opts.results_root,
+            &format!("{}-{kind}", plan.name),
+            time::OffsetDateTime::now_utc(),
+        )
+    });
+    std::fs::create_dir_all(&dir).map_err(|source| RunError::Output {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    Ok(dir)
+}
+
 /// A current-thread runtime for the driver's own work (preflight, collecting).
 pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
     tokio::runtime::Builder::new_current_thread()

@@ -143,24 +143,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
                 || o.first_event.is_some()
                 || o.service.is_some()
                 || o.upstream.is_some();
-            match operations.iter_mut().find(|m| m.name == o.name) {
-                Some(m) => {
-                    m.started += o.started;
-                    m.completed += o.completed;
-                    m.failed += o.failed;
-                    m.cancelled += o.cancelled;
-                    m.streamed += o.streamed;
-                    m.events += o.events;
-                    add_outcomes(&mut m.outcomes, &o.outcomes);
-                }
-                None => operations.push(Operation {
-                    latency_by_outcome: Default::default(),
-                    first_event: None,
-                    service: None,
-                    upstream: None,
-                    ..o.clone()
-                }),
-            }
+            add_row(&mut operations, o, o.latency.clone());
         }
     }
     // Tenants: counts add; their latency is not in latency.hlog, so it stays per run.
@@ -168,23 +151,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     for r in &read {
         for t in &r.summary.tenants {
             dropped_extras = true;
-            match tenants.iter_mut().find(|m| m.name == t.name) {
-                Some(m) => {
-                    m.started += t.started;
-                    m.completed += t.completed;
-                    m.failed += t.failed;
-                    m.cancelled += t.cancelled;
-                    add_outcomes(&mut m.outcomes, &t.outcomes);
-                }
-                None => tenants.push(Operation {
-                    latency: None,
-                    latency_by_outcome: Default::default(),
-                    first_event: None,
-                    service: None,
-                    upstream: None,
-                    ..t.clone()
-                }),
-            }
+            add_row(&mut tenants, t, None);
         }
     }
     for t in &mut tenants {
@@ -290,6 +257,30 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     }
     write(output, &merged, &intervals, base, first.load.warmup_seconds)?;
     Ok(merged)
+}
+
+/// Adds a run's row to the merged rows of the same name (counters add), or starts one with
+/// `latency` (what cannot be merged exactly is left out).
+fn add_row(rows: &mut Vec<Operation>, o: &Operation, latency: Option<Latency>) {
+    match rows.iter_mut().find(|m| m.name == o.name) {
+        Some(m) => {
+            m.started += o.started;
+            m.completed += o.completed;
+            m.failed += o.failed;
+            m.cancelled += o.cancelled;
+            m.streamed += o.streamed;
+            m.events += o.events;
+            add_outcomes(&mut m.outcomes, &o.outcomes);
+        }
+        None => rows.push(Operation {
+            latency,
+            latency_by_outcome: Default::default(),
+            first_event: None,
+            service: None,
+            upstream: None,
+            ..o.clone()
+        }),
+    }
 }
 
 /// The thresholds the runs were judged by (their scenario's), to judge the merged result by:
