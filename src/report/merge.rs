@@ -108,7 +108,9 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
                 .filter_map(|r| epoch(&r.summary.started_at))
                 .fold(f64::MAX, f64::min),
         );
-    // The measured window: from the earliest measured start to the latest end.
+    // The measured time: when at least one run was measuring — the span for shards running
+    // side by side, the sum for slices run one after another (A/B), so throughput is never
+    // diluted by time nobody measured.
     let windows: Vec<(f64, f64)> = read
         .iter()
         .filter_map(|r| {
@@ -122,10 +124,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
             .iter()
             .map(|r| r.summary.measured_seconds)
             .fold(0.0, f64::max),
-        false => {
-            windows.iter().map(|w| w.1).fold(f64::MIN, f64::max)
-                - windows.iter().map(|w| w.0).fold(f64::MAX, f64::min)
-        }
+        false => covered(windows),
     };
     // Each operation's histogram, added exactly.
     let merged_hist = |name: &str| -> Option<Histogram<u64>> {
@@ -259,6 +258,24 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     Ok(merged)
 }
 
+/// The length of the union of time windows (seconds).
+fn covered(mut windows: Vec<(f64, f64)>) -> f64 {
+    windows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (start, end) in windows {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    total + current.map_or(0.0, |(s, e)| e - s)
+}
+
 /// Adds a run's row to the merged rows of the same name (counters add), or starts one with
 /// `latency` (what cannot be merged exactly is left out).
 fn add_row(rows: &mut Vec<Operation>, o: &Operation, latency: Option<Latency>) {
@@ -378,4 +395,17 @@ fn write(
     files::write_summary(output, s).map_err(err(output))?;
     let run = RunFiles::read(output)?;
     document::write(&run).map_err(err(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covered;
+
+    /// Shards side by side cover their span; slices one after another cover their sum.
+    #[test]
+    fn measured_time_is_the_union_of_windows() {
+        assert_eq!(covered(vec![(0.0, 10.0), (0.5, 10.2)]), 10.2);
+        assert_eq!(covered(vec![(4.0, 6.0), (0.0, 2.0), (2.0, 3.0)]), 5.0);
+        assert_eq!(covered(vec![(0.0, 2.0), (10.0, 12.0), (1.0, 2.5)]), 4.5);
+    }
 }
