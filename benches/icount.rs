@@ -52,8 +52,10 @@ struct Case {
 }
 
 /// Allowed growth over the baseline before the gate fails, in percent. Repeated counts of one
-/// binary differ by well under 0.5 % (hash seeds, timer-dependent paths in the whole request).
-const TOLERANCE_PCT: f64 = 2.0;
+/// binary differ by well under 0.5 % (hash seeds, timer-dependent paths in the whole request);
+/// rebuilds after unrelated edits moved unchanged code by up to 2.3 % with four codegen units,
+/// hence one unit in the bench profile and this margin.
+const TOLERANCE_PCT: f64 = 3.0;
 /// Differences below this many instructions are never a regression (tiny cases).
 const TOLERANCE_ABS: f64 = 10.0;
 
