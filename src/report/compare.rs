@@ -108,6 +108,10 @@ fn errors(op: &Operation, seconds: f64) -> (f64, f64) {
 }
 
 /// Compares `current` with `base`.
+/// Samples beyond a percentile that each interval must hold (median over intervals) for the
+/// percentile's interval-to-interval spread to mean anything: 5 (p99 needs 500 per interval).
+const MIN_TAIL: f64 = 5.0;
+
 pub fn compare(base: &RunFiles, current: &RunFiles, min_change: f64) -> Comparison {
     let mut deltas = Vec::new();
     let mut unmatched = Vec::new();
@@ -160,16 +164,29 @@ pub fn compare(base: &RunFiles, current: &RunFiles, min_change: f64) -> Comparis
         };
         if let (Some(lb), Some(lc)) = (&b.latency, &c.latency) {
             type Pick = fn(&IntervalPoint) -> u64;
-            let pcts: [(&'static str, f64, f64, Pick); 4] = [
-                ("p50", lb.p50_ms, lc.p50_ms, |p| p.p50),
-                ("p90", lb.p90_ms, lc.p90_ms, |p| p.p90),
-                ("p99", lb.p99_ms, lc.p99_ms, |p| p.p99),
-                ("p99.9", lb.p999_ms, lc.p999_ms, |p| p.p999),
+            let pcts: [(&'static str, f64, f64, f64, Pick); 4] = [
+                ("p50", 0.5, lb.p50_ms, lc.p50_ms, |p| p.p50),
+                ("p90", 0.9, lb.p90_ms, lc.p90_ms, |p| p.p90),
+                ("p99", 0.99, lb.p99_ms, lc.p99_ms, |p| p.p99),
+                ("p99.9", 0.999, lb.p999_ms, lc.p999_ms, |p| p.p999),
             ];
-            for (name, vb, vc, pick) in pcts {
+            for (name, q, vb, vc, pick) in pcts {
+                // An interval's percentile means something only with samples beyond it: at
+                // least MIN_TAIL of them per interval (p99 of 60 samples is their maximum, and
+                // its spread says nothing about a change). Otherwise no verdict is claimed.
+                let enough = |v: &[IntervalPoint]| {
+                    let mut counts: Vec<u64> = v.iter().map(|p| p.count).collect();
+                    counts.sort_unstable();
+                    counts
+                        .get(counts.len() / 2)
+                        .is_some_and(|&n| n as f64 * (1.0 - q) >= MIN_TAIL)
+                };
                 let xs: Vec<f64> = ib.iter().map(|p| pick(p) as f64).collect();
                 let ys: Vec<f64> = ic.iter().map(|p| pick(p) as f64).collect();
-                push(name, "ms", vb, vc, welch(&xs, &ys), true);
+                let t = (enough(&ib) && enough(&ic))
+                    .then(|| welch(&xs, &ys))
+                    .flatten();
+                push(name, "ms", vb, vc, t, true);
             }
         }
         let rate = |v: &[IntervalPoint]| -> Vec<f64> {
@@ -223,7 +240,7 @@ pub fn compare(base: &RunFiles, current: &RunFiles, min_change: f64) -> Comparis
 pub fn markdown(c: &Comparison) -> String {
     let count = |v: Verdict| c.deltas.iter().filter(|d| d.verdict == v).count();
     let mut out = format!(
-        "## mcpbench compare\n\n`{}` → `{}`: **{} regressed**, {} improved, {} unchanged (a verdict needs |t| ≥ {CLEAR} over the runs' intervals and a change of at least {:.0} %).\n\n",
+        "## mcpbench compare\n\n`{}` → `{}`: **{} regressed**, {} improved, {} unchanged (a verdict needs |t| ≥ {CLEAR} over the runs' intervals, a change of at least {:.0} %, and for a percentile at least {MIN_TAIL} samples beyond it per interval; t is — where there are fewer).\n\n",
         c.base,
         c.current,
         count(Verdict::Regressed),
