@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -104,6 +105,8 @@ pub enum Command {
         /// resources, completions and logging (the benchmark catalog is unchanged).
         #[arg(long)]
         conformance: bool,
+        #[command(flatten)]
+        gateway: GatewayArgs,
     },
     /// Connect to a server, list its tools and write a starter scenario that calls each one
     /// with arguments made from its input schema (tools that fail a trial call are written
@@ -508,6 +511,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             tls_cert,
             tls_key,
             conformance,
+            gateway,
         } => serve(Serve {
             listen,
             backend,
@@ -519,6 +523,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             stdio,
             tls: tls_cert.zip(tls_key),
             conformance,
+            gateway,
         }),
     }
 }
@@ -762,6 +767,88 @@ struct Serve {
     /// Certificate chain and key (PEM).
     tls: Option<(PathBuf, PathBuf)>,
     conformance: bool,
+    gateway: GatewayArgs,
+}
+
+/// `serve` as a gateway: upstreams, tenants, audit.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Gateway")]
+pub struct GatewayArgs {
+    /// Front an upstream MCP server, its tools listed as NAME__tool: NAME=TARGET with TARGET
+    /// http(s)://… (Streamable HTTP, either era), sse+http(s)://… (HTTP+SSE), ws(s)://… or
+    /// stdio:COMMAND ARGS…. Repeat for several.
+    #[arg(long = "upstream", value_name = "NAME=TARGET")]
+    upstreams: Vec<String>,
+    /// Pooled sessions per upstream on each upstream I/O thread.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    upstream_pool: usize,
+    /// Bound on one upstream call.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
+    upstream_timeout: Duration,
+    /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
+    /// see docs/gateway.md). Requests without a valid token get 401.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Write audit events (discovery, invocation, error) as JSON lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Write call arguments into the audit log (default: "[redacted]").
+    #[arg(long, requires = "audit")]
+    audit_arguments: bool,
+    /// Wait this long before every tool call, to within microseconds (to check what an A/B
+    /// comparison reports; the last 3 ms are spent yielding, so it costs CPU).
+    #[arg(long, value_name = "DURATION", value_parser = mcpbench_knobs::parse_duration)]
+    inject_delay: Option<Duration>,
+}
+
+impl GatewayArgs {
+    /// The server settings these add, with the upstreams connected (their tools listed).
+    fn apply(&self, config: &mut server::Config, threads: usize) -> Result<(), String> {
+        if let Some(p) = &self.policy {
+            let policy = server::policy::Policy::load(p).map_err(|e| e.to_string())?;
+            config.policy = Some(Arc::new(policy));
+        }
+        if let Some(a) = &self.audit {
+            let audit = server::audit::Audit::create(a, self.audit_arguments)
+                .map_err(|e| format!("cannot create the audit log {}: {e}", a.display()))?;
+            config.audit = Some(Arc::new(audit));
+        }
+        config.call_delay = self.inject_delay.unwrap_or_default();
+        if self.upstreams.is_empty() {
+            return Ok(());
+        }
+        let specs = self
+            .upstreams
+            .iter()
+            .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream_timeout))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let gw = crate::gateway::Gateway::start(
+            specs,
+            &crate::gateway::GatewayOptions {
+                threads,
+                pool: self.upstream_pool,
+                timeout: self.upstream_timeout,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        for s in &gw.started {
+            eprintln!(
+                "upstream {}: {} tools, {} ({:.1} ms)",
+                s.name,
+                s.tools,
+                s.revision,
+                s.took.as_secs_f64() * 1000.0
+            );
+        }
+        eprintln!(
+            "{} upstreams ready in {:.1} ms",
+            gw.started.len(),
+            gw.startup.as_secs_f64() * 1000.0
+        );
+        config.proxy = Some(gw);
+        Ok(())
+    }
 }
 
 fn serve(o: Serve) -> ExitCode {
@@ -783,6 +870,18 @@ fn serve(o: Serve) -> ExitCode {
     let threads = o
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if let Err(e) = o.gateway.apply(&mut config, threads) {
+        return error(e);
+    }
+    let no_anonymous = config
+        .policy
+        .as_ref()
+        .is_some_and(|p| !matches!(p.authenticate(None), server::policy::Auth::Tenant(_)));
+    if o.stdio && no_anonymous {
+        return error(
+            "--stdio carries no credentials: the policy needs `anonymous = \"TENANT\"` to serve it",
+        );
+    }
     if o.stdio {
         // stdout carries MCP messages only; everything else goes to stderr.
         return match server::run_stdio(

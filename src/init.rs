@@ -102,7 +102,7 @@ pub fn run(o: &InitOptions) -> Result<Written, InitError> {
         .iter()
         .map(|(tool, schema)| Entry {
             tool: tool.clone(),
-            arguments: arguments(schema),
+            arguments: arguments(&schema["inputSchema"]),
         })
         .collect();
     // 2. Arguments the scenario checks refuse (the tool's schema, its own grammar): left out.

@@ -32,6 +32,9 @@
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio; wire, context and response helpers below
 //!             dispatch, tools, sessions and the transports; TLS
+//! //! gateway     the reference gateway's upstream side (`serve --upstream`): pooled client
+//!             sessions to upstream servers over any transport on their own I/O threads,
+//!             behind server::proxy::Proxy
 //! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
 //!             called, one-line report (the conformance suite's client scenarios)
 //! ```
@@ -57,6 +60,7 @@
 
 pub mod cli;
 pub mod driver;
+pub mod gateway;
 pub mod init;
 pub mod metrics;
 pub mod probe;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::driver::preflight::{describe, list_tools};
 use crate::metrics::outcome::Outcome;
-use crate::protocol::jsonrpc::{Codec, write_json_str};
+use crate::protocol::jsonrpc::Codec;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use crate::scenario::parse_url;
@@ -174,17 +174,8 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
 
 /// A `tools/call` request body.
 fn write_call(out: &mut Vec<u8>, id: u64, rev: Revision, name: &str, args: &Value) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-    out.extend_from_slice(br#","method":"tools/call","params":{"name":"#);
-    write_json_str(out, name);
-    out.extend_from_slice(br#","arguments":"#);
-    out.extend_from_slice(&serde_json::to_vec(args).unwrap_or_else(|_| b"{}".to_vec()));
-    if !rev.has_handshake() {
-        out.push(b',');
-        mcp::write_modern_meta(out, rev, None);
-    }
-    out.extend_from_slice(b"}}");
+    let args = serde_json::to_vec(args).unwrap_or_else(|_| b"{}".to_vec());
+    mcp::write_tools_call(out, id, rev, name, Some(&args));
 }
 
 fn ms(d: Duration) -> String {

@@ -8,6 +8,7 @@ mod browser;
 mod cli;
 mod credentials;
 mod e2e;
+mod gateway;
 mod interop;
 mod load_models;
 mod matrix;

@@ -119,6 +119,7 @@ pub fn check(
     opts: &RunOptions,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
+    let plan = &*with_tool_prefix(plan);
     let mut resolved = resolve::resolve(plan, opts)?;
     // With per-user credentials, the preflight speaks as the first user.
     let mut probe = resolved.endpoint.clone();
@@ -162,6 +163,27 @@ pub(crate) fn parent_dir(plan: &Plan, opts: &RunOptions, kind: &str) -> Result<P
 }
 
 /// A current-thread runtime for the driver's own work (preflight, collecting).
+/// The plan with its target's `tool_prefix` applied to the workload's tool names (and cleared,
+/// so applying it again changes nothing); operation names stay as written.
+fn with_tool_prefix(plan: &Plan) -> std::borrow::Cow<'_, Plan> {
+    let crate::scenario::Target::Remote(r) = &plan.target else {
+        return std::borrow::Cow::Borrowed(plan);
+    };
+    let Some(prefix) = r.tool_prefix.clone() else {
+        return std::borrow::Cow::Borrowed(plan);
+    };
+    let mut p = plan.clone();
+    if let crate::scenario::Target::Remote(r) = &mut p.target {
+        r.tool_prefix = None;
+    }
+    for item in &mut p.workload {
+        if let crate::scenario::plan::Method::ToolsCall { tool } = &mut item.method {
+            tool.insert_str(0, &prefix);
+        }
+    }
+    std::borrow::Cow::Owned(p)
+}
+
 pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -177,6 +199,10 @@ pub fn run(
     interrupt: CancellationToken,
 ) -> Result<RunOutput, RunError> {
     let rt = runtime()?;
+    let plan = match with_tool_prefix(&plan) {
+        std::borrow::Cow::Owned(p) => Arc::new(p),
+        std::borrow::Cow::Borrowed(_) => plan,
+    };
     let Checked {
         resolved,
         preflight: pre,

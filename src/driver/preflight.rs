@@ -25,7 +25,8 @@ use super::workload::{RequestTemplate, call_spec};
 #[derive(Debug, Clone)]
 pub struct Preflight {
     pub revision: Revision,
-    /// Tools the target lists (all pages): name and input schema.
+    /// Tools the target lists (all pages): name and definition (`inputSchema`, `outputSchema`,
+    /// annotations… as the target wrote them).
     pub tools: Vec<(String, Value)>,
 }
 
@@ -208,7 +209,7 @@ pub fn failure_text(message: &[u8]) -> Option<String> {
     Some(t)
 }
 
-/// Walks every `tools/list` page of an open session: each tool's name and input schema.
+/// Walks every `tools/list` page of an open session: each tool's name and definition.
 pub async fn list_tools<S: Session>(
     s: &mut S,
     revision: Revision,
@@ -236,7 +237,7 @@ pub async fn list_tools<S: Session>(
         };
         for t in page {
             if let Some(n) = t["name"].as_str() {
-                tools.push((n.to_string(), t["inputSchema"].clone()));
+                tools.push((n.to_string(), t.clone()));
             }
         }
         match result["nextCursor"].as_str() {
@@ -260,10 +261,10 @@ pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic
         let Method::ToolsCall { tool } = &item.method else {
             continue;
         };
-        let Some((_, input_schema)) = pre.tools.iter().find(|(n, _)| n == tool) else {
+        let Some((_, definition)) = pre.tools.iter().find(|(n, _)| n == tool) else {
             return Err(Box::new(unknown_tool(item, tool, &pre.tools)));
         };
-        let validator = match schema::compile(input_schema) {
+        let validator = match schema::compile(&definition["inputSchema"]) {
             Ok(v) => v,
             Err(reason) => {
                 let at = item.arguments_place.as_ref().unwrap_or(&item.place);

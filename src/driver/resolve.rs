@@ -9,7 +9,7 @@ use crate::protocol::version::Revision;
 use crate::scenario::plan::{Embedded, Remote, Url};
 use crate::scenario::{Plan, ProtocolChoice, Target};
 use crate::server::EmbeddedServers;
-use crate::transport::net::{NetTarget, TlsClient};
+use crate::transport::net::{NetTarget, TlsClient, Trust};
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
 /// The least time a session opening gets.
@@ -139,11 +139,25 @@ fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
 
 /// Address, TLS client (ALPN as the HTTP version asks), `Host` and path of a network target.
 fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
+    let (net, host) = net_target(u, &r.trust, ep.http2, ep.timeout)?;
+    ep.net = Some(net);
+    ep.host = host;
+    ep.path = u.path.clone();
+    Ok(())
+}
+
+/// A URL's address (resolved), TLS client (ALPN `h2` or `http/1.1`) and `Host` header value.
+pub fn net_target(
+    u: &Url,
+    trust: &Trust,
+    http2: bool,
+    timeout: Duration,
+) -> Result<(NetTarget, String), RunError> {
     let addr = resolve_addr(u)?;
     let tls = if u.scheme.is_tls() {
-        let alpn: &[&[u8]] = if ep.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let alpn: &[&[u8]] = if http2 { &[b"h2"] } else { &[b"http/1.1"] };
         Some(
-            TlsClient::new(&u.host, &r.trust, alpn).map_err(|e| RunError::Tls {
+            TlsClient::new(&u.host, trust, alpn).map_err(|e| RunError::Tls {
                 target: u.text.clone(),
                 reason: e.to_string(),
             })?,
@@ -152,18 +166,19 @@ fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
         None
     };
     let default_port = if u.scheme.is_tls() { 443 } else { 80 };
-    ep.host = if u.port == default_port {
+    let host = if u.port == default_port {
         u.host.clone()
     } else {
         format!("{}:{}", u.host, u.port)
     };
-    ep.path = u.path.clone();
-    ep.net = Some(NetTarget {
-        addr,
-        tls,
-        connect_timeout: ep.timeout,
-    });
-    Ok(())
+    Ok((
+        NetTarget {
+            addr,
+            tls,
+            connect_timeout: timeout,
+        },
+        host,
+    ))
 }
 
 fn resolve_addr(u: &Url) -> Result<SocketAddr, RunError> {

@@ -260,6 +260,8 @@ pub mod code {
     pub const MISSING_CAPABILITY: i64 = -32021;
     /// 2026-07-28: the requested protocol version is not supported.
     pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// The reference gateway: the tenant is over its rate limit (HTTP answers 429 instead).
+    pub const RATE_LIMITED: i64 = -32029;
 }
 
 #[cfg(test)]

@@ -52,6 +52,28 @@ pub fn write_discover(out: &mut Vec<u8>, id: u64, rev: Revision) {
     id_tail(out, id);
 }
 
+/// `tools/call` of `name` with raw JSON `arguments` (absent: none sent).
+pub fn write_tools_call(
+    out: &mut Vec<u8>,
+    id: u64,
+    rev: Revision,
+    name: &str,
+    arguments: Option<&[u8]>,
+) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"#);
+    write_json_str(out, name);
+    if let Some(a) = arguments {
+        out.extend_from_slice(br#","arguments":"#);
+        out.extend_from_slice(a);
+    }
+    if !rev.has_handshake() {
+        out.push(b',');
+        write_modern_meta(out, rev, None);
+    }
+    out.push(b'}');
+    id_tail(out, id);
+}
+
 /// `tools/list`, optionally from a cursor.
 pub fn write_tools_list(out: &mut Vec<u8>, id: u64, rev: Revision, cursor: Option<&str>) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"tools/list""#);

@@ -194,6 +194,10 @@ pub struct Remote {
     /// Per-virtual-user credentials (virtual user `i` uses `credentials[i % n]`); empty: every
     /// user sends `headers` alone.
     pub credentials: Vec<Credential>,
+    /// `tool_prefix`: prepended to every tool name the workload calls on this target (a
+    /// gateway that namespaces its upstreams' tools, `upstream__tool`); results keep the names
+    /// as the workload writes them, so targets with and without a prefix compare.
+    pub tool_prefix: Option<String>,
 }
 
 /// One client's credentials: headers (values are secrets) and the tenant they belong to.

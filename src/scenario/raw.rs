@@ -70,6 +70,8 @@ pub struct RawTarget {
     pub credentials: Vec<Spanned<RawCredential>>,
     /// The same as a JSON Lines file, relative to the scenario.
     pub credentials_file: Option<Spanned<String>>,
+    /// Prepended to every tool name the workload calls (a gateway that namespaces tools).
+    pub tool_prefix: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,7 +147,7 @@ pub struct RawWorkload {
 #[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("", &["name", "description", "target", "embedded", "load", "workload", "find_max"]),
-    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers"]),
+    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix"]),
     ("target.tls", &["ca", "insecure"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
     ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),

@@ -115,7 +115,22 @@ pub(super) fn target(
             )
         })?),
     };
+    let tool_prefix = match &raw.tool_prefix {
+        None => None,
+        Some(p) if p.get_ref().is_empty() || p.get_ref().contains(char::is_whitespace) => {
+            return Err(src.error(
+                p.span(),
+                "tool_prefix must be non-empty and hold no whitespace",
+                Some(
+                    "e.g. tool_prefix = \"upstream__\" for a gateway that lists upstream__echo"
+                        .into(),
+                ),
+            ));
+        }
+        Some(p) => Some(p.get_ref().clone()),
+    };
     Ok(Remote {
+        tool_prefix,
         conn: Connection {
             transport,
             protocol,

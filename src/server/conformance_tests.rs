@@ -411,7 +411,7 @@ async fn server_requests_over_a_connection() {
         ..Config::default()
     }));
     let (tx, mut rx) = mpsc::channel::<Bytes>(16);
-    let conn = Conn::new(state, tx);
+    let conn = Conn::new(state, tx, None);
     let frame = |v: Value| Bytes::from(v.to_string());
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}, "elicitation": {}}, "clientInfo": {"name": "t", "version": "0"}}});
     assert!(matches!(conn.receive(frame(init)), Received::Reply(_)));

@@ -46,11 +46,13 @@ pub(crate) struct Conn {
     initialized: AtomicBool,
     inflight: Arc<InFlight>,
     client: ClientState,
+    /// The tenant the connection authenticated as (under a policy).
+    tenant: Option<u16>,
 }
 
 impl Conn {
-    /// A session whose asynchronous output goes to `out`.
-    pub(crate) fn new(state: Arc<State>, out: Sink) -> Arc<Self> {
+    /// A session of `tenant` whose asynchronous output goes to `out`.
+    pub(crate) fn new(state: Arc<State>, out: Sink, tenant: Option<u16>) -> Arc<Self> {
         Arc::new(Conn {
             state,
             out,
@@ -58,7 +60,13 @@ impl Conn {
             initialized: AtomicBool::new(false),
             inflight: InFlight::new(),
             client: ClientState::default(),
+            tenant,
         })
+    }
+
+    /// The tenant the connection authenticated as.
+    pub(crate) fn tenant(&self) -> Option<u16> {
+        self.tenant
     }
 
     /// The writer's channel.
@@ -97,6 +105,7 @@ impl Conn {
             initialized: &self.initialized,
             inflight: &self.inflight,
             client: &self.client,
+            tenant: self.tenant,
         }
     }
 
@@ -168,7 +177,7 @@ impl Conn {
             .state
             .prepare(&self.peer(rev), rev, &frame, id, method, params.as_ref())
         {
-            Pending::Ready(out) => reply(out),
+            Pending::Ready(out) | Pending::Limited(out, _) => reply(out),
             call => {
                 self.spawn(vec![call], false);
                 Received::Nothing
@@ -195,11 +204,14 @@ impl Conn {
         if items.is_empty() {
             return Received::Nothing;
         }
-        if items.iter().all(|p| matches!(p, Pending::Ready(_))) {
+        if items
+            .iter()
+            .all(|p| matches!(p, Pending::Ready(_) | Pending::Limited(..)))
+        {
             let ready: Vec<Vec<u8>> = items
                 .into_iter()
                 .filter_map(|p| match p {
-                    Pending::Ready(b) => Some(b),
+                    Pending::Ready(b) | Pending::Limited(b, _) => Some(b),
                     Pending::Call { .. } => None,
                 })
                 .collect();

@@ -44,4 +44,7 @@ pub(crate) struct Peer<'a> {
     pub initialized: &'a AtomicBool,
     pub inflight: &'a Arc<InFlight>,
     pub client: &'a ClientState,
+    /// The tenant of the request (under a policy): the connection's, or on Streamable HTTP
+    /// the one its own credentials name.
+    pub tenant: Option<u16>,
 }

@@ -24,6 +24,7 @@ use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -31,11 +32,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::State;
+use super::audit::Invocation;
 use super::cancel::Ticket;
 use super::context::{Io, Peer};
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
-use super::tools::{Progress, ToolKind};
+use super::tools::{Progress, Tool, ToolKind};
 use super::wire::{
     Kind, Message, Params, Refusal, Rejection, error_body, parse, rejection_body, sub, valid_id,
     write_error, write_result,
@@ -79,6 +81,8 @@ pub(crate) struct ToolCall {
     pub streams: bool,
     /// Conformance fixtures only: what the fixture needs to know about its request and client.
     pub fixture: Option<CallContext>,
+    /// The tenant that called (under a policy).
+    pub tenant: Option<u16>,
 }
 
 /// What [`State::begin`] decided.
@@ -91,12 +95,17 @@ pub(crate) enum Step {
     /// Refused before it ran (2026-07-28 `-32021`: HTTP maps it to 400, like the `_meta`
     /// checks); other transports send the error body.
     Refused(Refusal),
+    /// Over the tenant's rate limit: HTTP answers 429 with `Retry-After`; other transports
+    /// send the error body.
+    Limited { body: Vec<u8>, retry: Duration },
 }
 
 /// A request of a session, answered or registered for running.
 #[derive(Debug)]
 pub(crate) enum Pending {
     Ready(Vec<u8>),
+    /// Over the rate limit (the error body, and when to retry).
+    Limited(Vec<u8>, Duration),
     Call {
         /// Raw JSON id.
         id: Bytes,
@@ -207,7 +216,8 @@ impl State {
 
     /// Handles a request other than `initialize` under revision `rev` (2026-07-28: already
     /// past [`check_modern`]). `frame` is the message (the buffer it was parsed from); `peer`
-    /// its session, if it has one.
+    /// its session, if it has one; `tenant` who sent it, under a policy.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn begin(
         &self,
         rev: Revision,
@@ -216,8 +226,10 @@ impl State {
         params: Option<&Params<'_>>,
         frame: &Bytes,
         peer: Option<&Peer<'_>>,
+        tenant: Option<u16>,
     ) -> Step {
         let modern = !rev.has_handshake();
+        let view = tenant.map_or(0, usize::from);
         let mut out = Vec::with_capacity(256);
         let mut invalid = |message: &str| {
             write_error(&mut out, Some(id), code::INVALID_PARAMS, message, None);
@@ -227,8 +239,13 @@ impl State {
             "server/discover" if modern => write_result(&mut out, id, &self.discover),
             "tools/list" => match params {
                 None => invalid("Invalid params"),
-                Some(p) => match self.registry.page(rev, p.cursor.as_deref()) {
-                    Some(page) => write_result(&mut out, id, page),
+                Some(p) => match self.registry.page(rev, p.cursor.as_deref(), view) {
+                    Some(page) => {
+                        write_result(&mut out, id, &page.result);
+                        if let Some(a) = &self.config.audit {
+                            a.discovery(self.tenant_name(tenant), page.count, &page.names);
+                        }
+                    }
                     None => invalid("Invalid params: unknown cursor"),
                 },
             },
@@ -238,10 +255,29 @@ impl State {
                     return Step::Done(out);
                 };
                 let found = self.registry.find(name).filter(|(_, t)| t.available(rev));
-                let Some((index, tool)) = found else {
+                // A tool the tenant may not call is unknown to it (its name gives nothing away),
+                // and the call goes no further.
+                let allowed = found
+                    .as_ref()
+                    .is_some_and(|(i, _)| self.registry.allowed(view, *i));
+                let Some((index, tool)) = found.filter(|_| allowed) else {
+                    if found.is_some() {
+                        self.audit_call(tenant, name, p, Invocation::Denied, Duration::ZERO);
+                    }
                     invalid(&format!("Unknown tool: {name}"));
                     return Step::Done(out);
                 };
+                if let Some(retry) = self.over_limit(tenant) {
+                    self.audit_call(tenant, name, p, Invocation::RateLimited, Duration::ZERO);
+                    write_error(
+                        &mut out,
+                        Some(id),
+                        code::RATE_LIMITED,
+                        "Rate limited: too many tool calls for this tenant; retry later",
+                        None,
+                    );
+                    return Step::Limited { body: out, retry };
+                }
                 let progress = match p.progress_token() {
                     None => None,
                     Some(t) if valid_id(t.get()) => Some(sub(frame, t.get())),
@@ -269,6 +305,7 @@ impl State {
                     streams,
                     progress,
                     fixture,
+                    tenant,
                 });
             }
             "initialize" if !modern => write_error(
@@ -309,6 +346,54 @@ impl State {
         let Some(tool) = self.registry.tool(call.tool) else {
             return error_body(Some(id), code::INTERNAL_ERROR, "Internal error");
         };
+        let start = Instant::now();
+        if !self.config.call_delay.is_zero() {
+            precise_delay(self.config.call_delay).await;
+        }
+        let (out, outcome) = self.run_tool(tool, rev, id, call, io).await;
+        if let Some(a) = &self.config.audit {
+            a.invocation(
+                self.tenant_name(call.tenant),
+                &tool.name,
+                call.arguments.as_deref(),
+                outcome,
+                start.elapsed(),
+            );
+        }
+        out
+    }
+
+    async fn run_tool(
+        &self,
+        tool: &Tool,
+        rev: Revision,
+        id: &str,
+        call: &ToolCall,
+        io: Io<'_>,
+    ) -> (Vec<u8>, Invocation) {
+        if let (ToolKind::Proxied(i), Some(proxy)) = (tool.kind, &self.config.proxy) {
+            let upstream_modern = proxy.modern(i as usize);
+            return match proxy.call(i as usize, call.arguments.clone()).await {
+                Ok(result) => {
+                    let outcome = if super::proxy::is_tool_error(&result) {
+                        Invocation::ToolError
+                    } else {
+                        Invocation::Ok
+                    };
+                    let result = super::proxy::adapt(&result, upstream_modern, rev);
+                    let mut out = Vec::with_capacity(result.len() + 48);
+                    write_result(&mut out, id, &result);
+                    (out, outcome)
+                }
+                Err(e) => {
+                    let (c, message) = super::proxy::sanitize(&e, &tool.name);
+                    if let Some(a) = &self.config.audit {
+                        a.error("upstream", self.tenant_name(call.tenant), &message);
+                    }
+                    (error_body(Some(id), c, &message), Invocation::Error)
+                }
+            };
+        }
         let args = match &call.arguments {
             // A slice of a parsed message, so valid JSON; `null` fails schema validation.
             Some(a) => serde_json::from_slice(a).unwrap_or(Value::Null),
@@ -319,7 +404,7 @@ impl State {
             let result = fixtures::call(tool, f, rev, &args, ctx, progress, io).await;
             let mut out = Vec::with_capacity(result.len() + 48);
             write_result(&mut out, id, &result);
-            return out;
+            return (out, Invocation::Ok);
         }
         let progress = match (io.sink, &call.progress) {
             (Some(sink), Some(token)) => Some(Progress { token, sink }),
@@ -332,7 +417,40 @@ impl State {
         out.extend_from_slice(br#","result":"#);
         output.write(&mut out, rev);
         out.push(b'}');
-        out
+        let outcome = if output.is_error {
+            Invocation::ToolError
+        } else {
+            Invocation::Ok
+        };
+        (out, outcome)
+    }
+
+    /// The name of tenant `t` under the policy.
+    pub(crate) fn tenant_name(&self, t: Option<u16>) -> Option<&str> {
+        let p = self.config.policy.as_ref()?;
+        Some(p.tenant(t?)?.name.as_str())
+    }
+
+    /// How long until the tenant may call again, when it is over its rate limit.
+    fn over_limit(&self, tenant: Option<u16>) -> Option<Duration> {
+        let policy = self.config.policy.as_ref()?;
+        let bucket = policy.tenant(tenant?)?.bucket.as_ref()?;
+        bucket.take(Instant::now()).err()
+    }
+
+    /// Audits a call that did not run.
+    fn audit_call(
+        &self,
+        tenant: Option<u16>,
+        tool: &str,
+        p: &Params<'_>,
+        outcome: Invocation,
+        latency: Duration,
+    ) {
+        if let Some(a) = &self.config.audit {
+            let args = p.arguments.map(|a| a.get().as_bytes());
+            a.invocation(self.tenant_name(tenant), tool, args, outcome, latency);
+        }
     }
 
     /// Begins a request of a session; a tool call is registered so it can be cancelled.
@@ -345,9 +463,10 @@ impl State {
         method: &str,
         params: Option<&Params<'_>>,
     ) -> Pending {
-        match self.begin(rev, id, method, params, frame, Some(peer)) {
+        match self.begin(rev, id, method, params, frame, Some(peer), peer.tenant) {
             Step::Done(out) => Pending::Ready(out),
             Step::Refused(r) => Pending::Ready(r.body(Some(id))),
+            Step::Limited { body, retry } => Pending::Limited(body, retry),
             Step::Call(call) => Pending::Call {
                 id: sub(frame, id),
                 rev,
@@ -361,7 +480,7 @@ impl State {
     /// is filled in from the request's registration.
     pub(crate) async fn finish(&self, pending: Pending, io: Io<'_>) -> Option<Vec<u8>> {
         match pending {
-            Pending::Ready(out) => Some(out),
+            Pending::Ready(out) | Pending::Limited(out, _) => Some(out),
             Pending::Call {
                 id,
                 rev,
@@ -469,6 +588,19 @@ fn fixture_of(kind: ToolKind) -> Option<Fixture> {
     match kind {
         ToolKind::Fixture(i) => Fixture::from_index(i),
         _ => None,
+    }
+}
+
+/// Waits `d` to within microseconds: tokio's timer rounds a sleep up by up to ~2.5 ms here
+/// (measured: a 3 ms sleep took 5.2 ms), too coarse for a delay a comparison is meant to find,
+/// so the last 3 ms are spent yielding (a test knob: it spends CPU).
+async fn precise_delay(d: Duration) {
+    let deadline = Instant::now() + d;
+    if let Some(coarse) = d.checked_sub(Duration::from_millis(3)) {
+        tokio::time::sleep(coarse).await;
+    }
+    while Instant::now() < deadline {
+        tokio::task::yield_now().await;
     }
 }
 

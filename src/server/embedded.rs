@@ -26,6 +26,8 @@ pub enum EmbeddedError {
     Backend(#[from] mock_backend::Error),
     #[error("stdio: {0}")]
     Stdio(std::io::Error),
+    #[error("policy tool patterns that match no tool (a typo would deny silently): {}; tools: {}", .0.join(", "), .1.join(", "))]
+    Policy(Vec<String>, Vec<String>),
 }
 
 /// What to start.
@@ -112,6 +114,10 @@ impl EmbeddedServers {
         let backend_url = config.backend.clone().unwrap_or_default();
         let tls = config.tls.is_some();
         let state = Arc::new(State::new(config));
+        let unmatched = state.unmatched_policy_patterns();
+        if !unmatched.is_empty() {
+            return Err(EmbeddedError::Policy(unmatched, state.tool_names()));
+        }
         let served = state.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(l.threads.max(1))

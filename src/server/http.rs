@@ -22,9 +22,10 @@ use tokio::sync::mpsc;
 use super::body::{Body, SseStream, write_event};
 use super::context::Io;
 use super::dispatch::{Pending, on_notification, on_response};
+use super::policy::Auth;
 use super::response::{
     SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
-    respond, sse,
+    respond, sse, too_many, unauthorized,
 };
 use super::session::{ResumeError, Session};
 use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
@@ -153,17 +154,44 @@ pub(crate) async fn handle(
             why,
         ));
     }
+    let tenant = match authenticate(state, req.headers()) {
+        Ok(t) => t,
+        Err(refused) => return Ok(*refused),
+    };
     Ok(match route {
         Route::Mcp => match *req.method() {
-            Method::POST => post(state, req).await,
+            Method::POST => post(state, req, tenant).await,
             Method::DELETE => delete(state, &req),
             Method::GET => resume(state, &req),
             _ => method_not_allowed("POST, GET, DELETE"),
         },
-        Route::Sse => legacy_sse::open(state, &req),
-        Route::Messages => legacy_sse::post(state, req).await,
-        Route::Ws => ws::upgrade(state, req),
+        Route::Sse => legacy_sse::open(state, &req, tenant),
+        Route::Messages => legacy_sse::post(state, req, tenant).await,
+        Route::Ws => ws::upgrade(state, req, tenant),
     })
+}
+
+/// The tenant of a request under the server's policy (`None` without one), or the 401 to
+/// answer. Every request carries its credentials (MCP authorization); the token is never
+/// logged.
+fn authenticate(state: &State, headers: &HeaderMap) -> Result<Option<u16>, Box<Response<Body>>> {
+    let Some(policy) = &state.config.policy else {
+        return Ok(None);
+    };
+    let auth = policy.authenticate(
+        headers
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes),
+    );
+    let why = match auth {
+        Auth::Tenant(t) => return Ok(Some(t)),
+        Auth::Missing => "Unauthorized: a bearer token is required",
+        Auth::Unknown => "Unauthorized: the bearer token is not valid",
+    };
+    if let Some(a) = &state.config.audit {
+        a.error("auth", None, why);
+    }
+    Err(Box::new(unauthorized(why)))
 }
 
 fn delete(state: &State, req: &Request<Incoming>) -> Response<Body> {
@@ -224,7 +252,7 @@ fn resume(state: &State, req: &Request<Incoming>) -> Response<Body> {
     }
 }
 
-async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
+async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
     if media_type(headers, header::CONTENT_TYPE).as_deref() != Some("application/json") {
         return http_error(
@@ -257,7 +285,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 "Invalid Request: 2026-07-28 has no JSON-RPC batches",
             );
         }
-        return batch(state, headers, body).await;
+        return batch(state, headers, body, tenant).await;
     }
     let msg = match wire::parse(&body) {
         Ok(m) => m,
@@ -276,7 +304,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
             || (session_header.is_none()
                 && params.as_ref().and_then(Params::modern_version).is_some()));
     if modern {
-        return stateless::post(state, headers, &body, kind, method, params.as_ref()).await;
+        return stateless::post(state, headers, &body, kind, method, params.as_ref(), tenant).await;
     }
 
     if method == "initialize" && session_header.is_none() {
@@ -310,22 +338,25 @@ async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     };
     match kind {
         Kind::Notification => {
-            on_notification(&session.peer(), method, params.as_ref());
+            on_notification(&session.peer(tenant), method, params.as_ref());
             accepted()
         }
         Kind::Response => {
-            on_response(&session.peer(), &msg, &body);
+            on_response(&session.peer(tenant), &msg, &body);
             accepted()
         }
         Kind::Request { id } => {
             let pending = state.prepare(
-                &session.peer(),
+                &session.peer(tenant),
                 session.revision,
                 &body,
                 id,
                 method,
                 params.as_ref(),
             );
+            if let Pending::Limited(body, retry) = pending {
+                return too_many(body, retry);
+            }
             if pending.streams() {
                 return stream(state, session, vec![pending]);
             }
@@ -387,7 +418,12 @@ fn session_of(state: &State, headers: &HeaderMap) -> Result<Arc<Session>, Sessio
 /// A JSON-RPC batch (2025-03-26 sessions only): a JSON array of the responses, 202 if it held
 /// no request, or an SSE stream (one event per response) in SSE mode or when a call sends
 /// progress.
-async fn batch(state: &Arc<State>, headers: &HeaderMap, body: Bytes) -> Response<Body> {
+async fn batch(
+    state: &Arc<State>,
+    headers: &HeaderMap,
+    body: Bytes,
+    tenant: Option<u16>,
+) -> Response<Body> {
     if headers.get(SESSION).is_none() {
         return http_error(
             StatusCode::BAD_REQUEST,
@@ -399,7 +435,7 @@ async fn batch(state: &Arc<State>, headers: &HeaderMap, body: Bytes) -> Response
         Ok(s) => s,
         Err(e) => return e.response(),
     };
-    let items = match state.prepare_batch(&session.peer(), &body) {
+    let items = match state.prepare_batch(&session.peer(tenant), &body) {
         Ok(items) => items,
         Err(r) => return rejected(StatusCode::BAD_REQUEST, &r),
     };

@@ -72,12 +72,16 @@ impl Drop for Close {
 }
 
 /// `GET /sse`: a new session and its stream.
-pub(crate) fn open(state: &Arc<State>, req: &Request<Incoming>) -> Response<Body> {
+pub(crate) fn open(
+    state: &Arc<State>,
+    req: &Request<Incoming>,
+    tenant: Option<u16>,
+) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    let conn = Conn::new(state.clone(), tx);
+    let conn = Conn::new(state.clone(), tx, tenant);
     let id: u128 = rand::rng().random();
     {
         let mut map = state.legacy.map.write().unwrap_or_else(|e| e.into_inner());
@@ -121,7 +125,11 @@ fn session_param(query: Option<&str>) -> Option<Option<u128>> {
 }
 
 /// `POST /messages?sessionId=…`: one message for the session's stream.
-pub(crate) async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn post(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    tenant: Option<u16>,
+) -> Response<Body> {
     if req.method() != Method::POST {
         return method_not_allowed("POST");
     }
@@ -140,6 +148,13 @@ pub(crate) async fn post(state: &Arc<State>, req: Request<Incoming>) -> Response
             }
         },
     };
+    if conn.tenant() != tenant {
+        return http_error(
+            StatusCode::FORBIDDEN,
+            code::INVALID_REQUEST,
+            "Forbidden: the session belongs to another tenant",
+        );
+    }
     if media_type(req.headers(), header::CONTENT_TYPE).as_deref() != Some("application/json") {
         return http_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -41,6 +41,7 @@
 //! the bytes; progress notifications go through a `context::Sink` the transport drains in
 //! order, so none follows the response.
 
+pub mod audit;
 mod backend;
 mod body;
 mod cancel;
@@ -52,6 +53,8 @@ mod fixtures;
 mod http;
 mod legacy_sse;
 mod peer;
+pub mod policy;
+pub mod proxy;
 mod response;
 mod session;
 mod stateless;
@@ -110,6 +113,14 @@ pub struct Config {
     /// in `tools/list`, prompts, resources, completions, logging. Off by default, so the
     /// benchmark catalog, its `tools/list` pages and the declared capabilities are unchanged.
     pub conformance: bool,
+    /// Gateway mode: upstream servers whose tools are listed (namespaced) and called through.
+    pub proxy: Option<Arc<dyn proxy::Proxy>>,
+    /// Tenants: bearer token → tenant, tools each may list and call, rate limits.
+    pub policy: Option<Arc<policy::Policy>>,
+    /// Audit events as JSON lines.
+    pub audit: Option<Arc<audit::Audit>>,
+    /// An extra delay before every tool call (to check what a comparison reports).
+    pub call_delay: Duration,
 }
 
 impl Default for Config {
@@ -132,6 +143,10 @@ impl Default for Config {
             drain: mock_backend::accept::DEFAULT_GRACE,
             tls: None,
             conformance: false,
+            proxy: None,
+            policy: None,
+            audit: None,
+            call_delay: Duration::ZERO,
         }
     }
 }
@@ -162,6 +177,8 @@ impl State {
             catalog.extend(fixtures::tools());
         }
         catalog.extend(tools::synthetic(config.catalog));
+        let upstream_tools = config.proxy.as_ref().map(|p| p.tools()).unwrap_or_default();
+        catalog.extend(tools::proxied(&upstream_tools));
         let instructions = tools::instructions(&catalog);
         let capabilities = if config.conformance {
             fixtures::discover_capabilities()
@@ -171,7 +188,11 @@ impl State {
         State {
             discover: wire::discover(capabilities, &instructions),
             instructions,
-            registry: tools::Registry::new(catalog, config.page_size),
+            registry: tools::Registry::with_policy(
+                catalog,
+                config.page_size,
+                config.policy.as_deref(),
+            ),
             backend: config
                 .backend
                 .as_deref()
@@ -195,6 +216,34 @@ impl State {
     pub fn legacy_sessions(&self) -> usize {
         self.legacy.len()
     }
+
+    /// The tenant of a transport without credentials (stdio): the policy's anonymous tenant.
+    pub(crate) fn anonymous_tenant(&self) -> Option<u16> {
+        match self.config.policy.as_ref()?.authenticate(None) {
+            policy::Auth::Tenant(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Tool patterns of the policy that match no tool of the catalog (a typo denies silently).
+    pub fn unmatched_policy_patterns(&self) -> Vec<String> {
+        let names = self.registry.names();
+        self.config.policy.as_ref().map_or_else(Vec::new, |p| {
+            p.unmatched(&names)
+                .into_iter()
+                .map(|(t, g)| format!("tenant `{t}`: `{g}`"))
+                .collect()
+        })
+    }
+
+    /// Every tool name the server lists (to anyone).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.registry
+            .names()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
 }
 
 /// Serves MCP over HTTP (Streamable HTTP, legacy HTTP+SSE, WebSocket; TLS if configured) on
@@ -216,10 +265,15 @@ pub async fn serve_state(
     let reaper_state = state.clone();
     let ending = state.clone();
     let reaper = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(10));
-        loop {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        for n in 0u64.. {
             tick.tick().await;
-            reaper_state.sessions.reap();
+            if let Some(a) = &reaper_state.config.audit {
+                a.flush();
+            }
+            if n % 10 == 0 {
+                reaper_state.sessions.reap();
+            }
         }
     });
     let closing = state.closing.clone();
@@ -257,4 +311,7 @@ pub async fn serve_state(
     reaper.abort();
     // Parked streams (SEP-1699) hold calls that hold the state: end them with the sessions.
     ending.sessions.clear();
+    if let Some(a) = &ending.config.audit {
+        a.flush();
+    }
 }

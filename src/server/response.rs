@@ -47,6 +47,23 @@ pub(crate) fn sse(body: Body) -> Response<Body> {
     r
 }
 
+/// 429 with `Retry-After` (whole seconds, at least 1) and the JSON-RPC error body.
+pub(crate) fn too_many(body: Vec<u8>, retry: std::time::Duration) -> Response<Body> {
+    let mut r = json(StatusCode::TOO_MANY_REQUESTS, body);
+    let secs = retry.as_secs() + u64::from(retry.subsec_nanos() > 0);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
+}
+
+/// 401 with `WWW-Authenticate: Bearer` and a JSON-RPC error body.
+pub(crate) fn unauthorized(message: &str) -> Response<Body> {
+    let mut r = http_error(StatusCode::UNAUTHORIZED, code::INVALID_REQUEST, message);
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
+}
+
 /// An HTTP error status with a JSON-RPC error body (id unknown).
 pub(crate) fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     let mut out = Vec::with_capacity(96);

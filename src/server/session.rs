@@ -57,12 +57,14 @@ impl Session {
         format!("{:032x}", self.id)
     }
 
-    pub(crate) fn peer(&self) -> Peer<'_> {
+    /// What a request of `tenant` (its own credentials) on this session touches.
+    pub(crate) fn peer(&self, tenant: Option<u16>) -> Peer<'_> {
         Peer {
             rev: self.revision,
             initialized: &self.initialized,
             inflight: &self.inflight,
             client: &self.client,
+            tenant,
         }
     }
 

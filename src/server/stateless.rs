@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use super::body::{Body, SseStream, write_event};
 use super::context::Io;
 use super::dispatch::{Step, ToolCall};
-use super::response::{VERSION, accepted, http_error, json, sse};
+use super::response::{VERSION, accepted, http_error, json, sse, too_many};
 use super::wire::{Kind, MODERN, Params, Refusal, check_modern, sub};
 use super::{ResponseMode, State};
 use crate::protocol::jsonrpc::code;
@@ -34,6 +34,7 @@ pub(super) async fn post(
     kind: Kind<'_>,
     method: &str,
     params: Option<&Params<'_>>,
+    tenant: Option<u16>,
 ) -> Response<Body> {
     let id = match kind {
         Kind::Request { id } => id,
@@ -62,9 +63,10 @@ pub(super) async fn post(
     if let Err(r) = checked {
         return refused(r);
     }
-    match state.begin(MODERN, id, method, params, body, None) {
+    match state.begin(MODERN, id, method, params, body, None, tenant) {
         Step::Done(out) => reply(state, out),
         Step::Refused(r) => refused(r),
+        Step::Limited { body, retry } => too_many(body, retry),
         Step::Call(call) if call.streams => stream(state, sub(body, id), call),
         // Runs on this request's future: if the client goes away, hyper drops it.
         Step::Call(call) => {

@@ -99,7 +99,7 @@ where
     W: AsyncWrite,
 {
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
-    let conn = Conn::new(state.clone(), tx);
+    let conn = Conn::new(state.clone(), tx, state.anonymous_tenant());
     let inflight = conn.inflight().clone();
     let max = state.config.max_body;
     let drain = state.config.drain;

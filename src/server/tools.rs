@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 
 use super::backend::{Backend, encode_query};
 use super::context::Sink;
+use super::policy::Policy;
+use super::proxy::ProxiedTool;
 use super::wire::{MODERN_RESULT_TAIL, result_json};
 use crate::protocol::jsonrpc::write_json_str;
 use crate::protocol::schema::{self, Validator};
@@ -33,6 +35,8 @@ pub(crate) enum ToolKind {
     /// `fixtures::Fixture::ALL`. The fixtures module makes these tools and runs them; the
     /// catalog does not know it.
     Fixture(usize),
+    /// A tool of an upstream (gateway mode): its index in the `Proxy`'s tools.
+    Proxied(u32),
 }
 
 /// A tool definition.
@@ -48,6 +52,9 @@ pub(crate) struct Tool {
     /// The revisions whose sessions list and call it (some conformance fixtures exist only in
     /// newer revisions).
     pub revisions: RangeInclusive<Revision>,
+    /// A proxied tool's definition as the upstream lists it (rendered instead of the fields
+    /// above, with the namespaced name).
+    pub definition: Option<Value>,
     /// `input_schema` compiled, on the first call (a catalog of thousands of synthetic tools
     /// costs nothing until they are called).
     validator: OnceLock<Result<Validator, String>>,
@@ -70,6 +77,7 @@ impl Tool {
             read_only: true,
             open_world: false,
             revisions: Revision::V2024_11_05..=Revision::V2026_07_28,
+            definition: None,
             validator: OnceLock::new(),
         }
     }
@@ -274,6 +282,23 @@ pub(crate) fn synthetic(n: usize) -> impl Iterator<Item = Tool> {
     })
 }
 
+/// The upstreams' tools (gateway mode), under their namespaced names.
+pub(crate) fn proxied(tools: &[ProxiedTool]) -> impl Iterator<Item = Tool> + '_ {
+    tools.iter().enumerate().map(|(i, p)| {
+        let text = |k: &str| p.definition[k].as_str().unwrap_or_default().to_string();
+        Tool {
+            definition: Some(p.definition.clone()),
+            ..Tool::new(
+                p.name.clone(),
+                text("title"),
+                text("description"),
+                p.definition["inputSchema"].clone(),
+                ToolKind::Proxied(i as u32),
+            )
+        }
+    })
+}
+
 /// Revisions that render `tools/list` differently: each its own (the conformance fixtures a
 /// session lists differ even between 2025-06-18 and 2025-11-25).
 fn render_group(rev: Revision) -> usize {
@@ -286,47 +311,113 @@ fn render_group(rev: Revision) -> usize {
     }
 }
 
-/// The server's tools, with `tools/list` pages pre-rendered for each revision. The 2026-07-28
-/// pages are complete results: `ttlMs`, `cacheScope`, `resultType` and `_meta` included.
+/// One pre-rendered `tools/list` page.
+#[derive(Debug)]
+pub(crate) struct Page {
+    /// The complete result object.
+    pub result: Bytes,
+    /// The names on it, as a JSON array (for the audit log).
+    pub names: Bytes,
+    pub count: usize,
+}
+
+/// What one tenant (or everyone, without a policy) sees: the tools it may call and its
+/// `tools/list` pages for each revision.
+#[derive(Debug)]
+struct View {
+    /// Per tool; empty means all.
+    allowed: Vec<bool>,
+    pages: [Vec<Page>; 5],
+}
+
+/// The server's tools, with `tools/list` pages pre-rendered for each revision (and each
+/// tenant, under a policy). The 2026-07-28 pages are complete results: `ttlMs`, `cacheScope`,
+/// `resultType` and `_meta` included.
 #[derive(Debug)]
 pub(crate) struct Registry {
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
-    pages: [Vec<Bytes>; 5],
+    /// View 0 without a policy; view `i` for tenant `i` with one.
+    views: Vec<View>,
 }
 
 impl Registry {
     /// The catalog of `tools` (names unique), with `tools/list` pages of `page_size` rendered
     /// for every revision (each lists the tools available in it).
+    #[cfg(test)]
     pub(crate) fn new(tools: Vec<Tool>, page_size: usize) -> Self {
+        Self::with_policy(tools, page_size, None)
+    }
+
+    /// The catalog, with one view per tenant of `policy` (or one for all).
+    pub(crate) fn with_policy(tools: Vec<Tool>, page_size: usize, policy: Option<&Policy>) -> Self {
         let by_name = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         let page_size = page_size.max(1);
-        let pages = Revision::ALL.map(|rev| {
-            let listed: Vec<&Tool> = tools.iter().filter(|t| t.available(rev)).collect();
-            let chunks: Vec<&[&Tool]> = listed.chunks(page_size).collect();
-            let n = chunks.len();
-            chunks
-                .into_iter()
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let list: Vec<Value> = chunk.iter().map(|t| render_tool(t, rev)).collect();
-                    let mut page = json!({"tools": list});
-                    if i + 1 < n {
-                        page["nextCursor"] = Value::String(cursor(i + 1));
-                    }
-                    Bytes::from(result_json(page, rev, true))
-                })
-                .collect()
-        });
+        let view = |allowed: Vec<bool>| View {
+            pages: Revision::ALL.map(|rev| {
+                let listed: Vec<&Tool> = tools
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, t)| t.available(rev) && allowed.get(*i).copied().unwrap_or(true))
+                    .map(|(_, t)| t)
+                    .collect();
+                let chunks: Vec<&[&Tool]> = listed.chunks(page_size).collect();
+                let n = chunks.len().max(1);
+                let empty: &[&Tool] = &[];
+                let chunks = if chunks.is_empty() {
+                    vec![empty]
+                } else {
+                    chunks
+                };
+                chunks
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, chunk)| {
+                        let list: Vec<Value> = chunk.iter().map(|t| render_tool(t, rev)).collect();
+                        let mut page = json!({"tools": list});
+                        if i + 1 < n {
+                            page["nextCursor"] = Value::String(cursor(i + 1));
+                        }
+                        let names: Vec<&str> = chunk.iter().map(|t| t.name.as_str()).collect();
+                        Page {
+                            result: Bytes::from(result_json(page, rev, true)),
+                            names: Bytes::from(serde_json::to_vec(&names).unwrap_or_default()),
+                            count: chunk.len(),
+                        }
+                    })
+                    .collect()
+            }),
+            allowed,
+        };
+        let views = match policy {
+            None => vec![view(Vec::new())],
+            Some(p) => p
+                .tenants
+                .iter()
+                .map(|t| view(tools.iter().map(|tool| t.allows(&tool.name)).collect()))
+                .collect(),
+        };
         Registry {
             tools,
             by_name,
-            pages,
+            views,
         }
+    }
+
+    /// Whether view `view` may call tool `index`.
+    pub(crate) fn allowed(&self, view: usize, index: usize) -> bool {
+        self.views
+            .get(view)
+            .is_some_and(|v| v.allowed.get(index).copied().unwrap_or(true))
+    }
+
+    /// Every tool's name, in catalog order.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
     }
 
     /// Every tool, in catalog order.
@@ -356,9 +447,10 @@ impl Registry {
         self.tools.len()
     }
 
-    /// The pre-rendered `tools/list` result for a cursor, or `None` for an invalid cursor.
-    pub(crate) fn page(&self, rev: Revision, cursor: Option<&str>) -> Option<&Bytes> {
-        let pages = &self.pages[render_group(rev)];
+    /// The pre-rendered `tools/list` page of view `view` for a cursor, or `None` for an
+    /// invalid cursor.
+    pub(crate) fn page(&self, rev: Revision, cursor: Option<&str>, view: usize) -> Option<&Page> {
+        let pages = &self.views.get(view)?.pages[render_group(rev)];
         let index = match cursor {
             None => 0,
             Some(c) => parse_cursor(c)?,
@@ -381,6 +473,20 @@ fn parse_cursor(c: &str) -> Option<usize> {
 }
 
 fn render_tool(t: &Tool, rev: Revision) -> Value {
+    if let Some(Value::Object(d)) = &t.definition {
+        let mut d = d.clone();
+        d.insert("name".into(), Value::String(t.name.clone()));
+        if !rev.has_tool_title() {
+            d.remove("title");
+        }
+        if !rev.has_tool_annotations() {
+            d.remove("annotations");
+        }
+        if !rev.has_structured_content() {
+            d.remove("outputSchema");
+        }
+        return Value::Object(d);
+    }
     let mut v =
         json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
     if rev.has_tool_title() {
@@ -523,6 +629,7 @@ pub(crate) async fn call(
         ToolKind::Synthetic(_) => ToolOutput::text(serde_json::to_string(args).unwrap_or_default()),
         // Dispatched to `fixtures::call` before this point.
         ToolKind::Fixture(_) => ToolOutput::error("conformance fixtures run elsewhere"),
+        ToolKind::Proxied(_) => ToolOutput::error("proxied tools run elsewhere"),
         ToolKind::SearchContacts => {
             let mut path = format!("/contacts?q={}", encode_query(string("query")));
             if let Some(l) = args.get("limit").and_then(Value::as_u64) {
@@ -608,27 +715,41 @@ mod tests {
     fn registry_pages_and_cursors() {
         let r = registry(25, 10);
         assert_eq!(r.len(), BUILTIN.len() + 25);
-        let first: Value =
-            serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
+        let first: Value = serde_json::from_slice(
+            r.page(Revision::V2025_11_25, None, 0)
+                .map(|p| &p.result)
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(first["tools"].as_array().unwrap().len(), 10);
         assert_eq!(first["nextCursor"], "mcpbench-page-1");
         assert!(first["tools"][0]["title"].is_string());
-        let old: Value =
-            serde_json::from_slice(r.page(Revision::V2024_11_05, None).unwrap()).unwrap();
+        let old: Value = serde_json::from_slice(
+            r.page(Revision::V2024_11_05, None, 0)
+                .map(|p| &p.result)
+                .unwrap(),
+        )
+        .unwrap();
         assert!(
             old["tools"][0].get("title").is_none() && old["tools"][0].get("annotations").is_none()
         );
         let last: Value = serde_json::from_slice(
-            r.page(Revision::V2025_11_25, Some("mcpbench-page-3"))
+            r.page(Revision::V2025_11_25, Some("mcpbench-page-3"), 0)
+                .map(|p| &p.result)
                 .unwrap(),
         )
         .unwrap();
         assert!(last.get("nextCursor").is_none());
         assert!(
-            r.page(Revision::V2025_11_25, Some("mcpbench-page-4"))
+            r.page(Revision::V2025_11_25, Some("mcpbench-page-4"), 0)
+                .map(|p| &p.result)
                 .is_none()
         );
-        assert!(r.page(Revision::V2025_11_25, Some("garbage")).is_none());
+        assert!(
+            r.page(Revision::V2025_11_25, Some("garbage"), 0)
+                .map(|p| &p.result)
+                .is_none()
+        );
         assert!(r.get("synthetic-00025").is_some() && r.get("synthetic-00026").is_none());
         let names: Vec<&str> = r.tools()[..BUILTIN.len()]
             .iter()
@@ -644,8 +765,12 @@ mod tests {
     #[test]
     fn modern_pages_are_complete_results() {
         let r = registry(3, 5);
-        let page: Value =
-            serde_json::from_slice(r.page(Revision::V2026_07_28, None).unwrap()).unwrap();
+        let page: Value = serde_json::from_slice(
+            r.page(Revision::V2026_07_28, None, 0)
+                .map(|p| &p.result)
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(page["resultType"], "complete");
         assert_eq!(page["cacheScope"], "public");
         assert_eq!(page["ttlMs"], TTL_MS);
@@ -655,8 +780,12 @@ mod tests {
         );
         assert_eq!(page["nextCursor"], "mcpbench-page-1");
         assert!(page["tools"][0].get("execution").is_none());
-        let legacy: Value =
-            serde_json::from_slice(r.page(Revision::V2025_11_25, None).unwrap()).unwrap();
+        let legacy: Value = serde_json::from_slice(
+            r.page(Revision::V2025_11_25, None, 0)
+                .map(|p| &p.result)
+                .unwrap(),
+        )
+        .unwrap();
         assert!(legacy.get("resultType").is_none() && legacy.get("ttlMs").is_none());
     }
 

@@ -49,7 +49,11 @@ fn bad_request(message: &str) -> Response<Body> {
 }
 
 /// `GET /ws`: checks the upgrade request, answers 101 and serves the connection on a task.
-pub(crate) fn upgrade(state: &Arc<State>, mut req: Request<Incoming>) -> Response<Body> {
+pub(crate) fn upgrade(
+    state: &Arc<State>,
+    mut req: Request<Incoming>,
+    tenant: Option<u16>,
+) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
@@ -91,7 +95,7 @@ pub(crate) fn upgrade(state: &Arc<State>, mut req: Request<Incoming>) -> Respons
     let state = state.clone();
     tokio::spawn(async move {
         match upgraded.await {
-            Ok(io) => serve(state, TokioIo::new(io)).await,
+            Ok(io) => serve(state, TokioIo::new(io), tenant).await,
             Err(error) => tracing::debug!(%error, "WebSocket upgrade failed"),
         }
     });
@@ -183,10 +187,10 @@ fn read_frames(ctx: &mut WebSocketContext, bufs: &mut Buffers, conn: &Arc<Conn>)
     }
 }
 
-async fn serve<IO: AsyncRead + AsyncWrite>(state: Arc<State>, io: IO) {
+async fn serve<IO: AsyncRead + AsyncWrite>(state: Arc<State>, io: IO, tenant: Option<u16>) {
     let (mut rd, mut wr) = tokio::io::split(io);
     let (tx, mut rx) = mpsc::channel::<Bytes>(64);
-    let conn = Conn::new(state.clone(), tx);
+    let conn = Conn::new(state.clone(), tx, tenant);
     let config = WebSocketConfig::default()
         .max_message_size(Some(state.config.max_body))
         .max_frame_size(Some(state.config.max_body));

@@ -1,0 +1,619 @@
+//! The reference gateway's upstream side (`mcpbench serve --upstream NAME=TARGET`): pooled
+//! client sessions to upstream MCP servers over any transport, behind the server's
+//! [`Proxy`] interface.
+//!
+//! At start, each upstream gets one session (the preflight's: revision probed, every
+//! `tools/list` page walked); its tools are listed as `NAME__tool`. Calls then run on a few
+//! upstream I/O threads, each a current-thread runtime that owns its sessions (the client
+//! transports are single-threaded): a server task hands a call over a channel, an idle pooled
+//! session of that thread carries it, the raw `result` comes back on a oneshot. Sessions open
+//! on demand up to the pool size; one the upstream forgot (404) is reopened and the call sent
+//! once more; a mux transport (stdio, WebSocket, legacy SSE) shares one connection per thread.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::driver::preflight::{self, describe};
+use crate::driver::resolve::net_target;
+use crate::metrics::outcome::Outcome;
+use crate::protocol::jsonrpc::Codec;
+use crate::protocol::mcp;
+use crate::protocol::version::Revision;
+use crate::scenario::ProtocolChoice;
+use crate::scenario::parse_url;
+use crate::server::proxy::{ProxiedTool, Proxy, ProxyError, ProxyFuture};
+use crate::transport::mux::{MuxSession, Shared};
+use crate::transport::net::Trust;
+use crate::transport::sse_legacy::SseConnector;
+use crate::transport::stdio::StdioConnector;
+use crate::transport::streamable_http::HttpSession;
+use crate::transport::websocket::WsConnector;
+use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
+
+/// Separates an upstream's name from its tools' names.
+pub const SEPARATOR: &str = "__";
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("--upstream {spec}: {reason}")]
+    Spec { spec: String, reason: String },
+    #[error("upstream `{name}`: {reason}")]
+    Upstream { name: String, reason: String },
+    #[error("cannot start the gateway's threads: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// One upstream as given on the command line.
+#[derive(Debug, Clone)]
+pub struct UpstreamSpec {
+    pub name: String,
+    /// What it is, for messages (a URL, or `stdio:` and the program).
+    pub describe: String,
+    pub endpoint: Endpoint,
+    /// Probe the revision (`server/discover`, else `initialize`), or use the endpoint's.
+    pub protocol: ProtocolChoice,
+}
+
+/// Largest upstream response accepted.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+impl UpstreamSpec {
+    /// `NAME=TARGET`: `http(s)://…` (Streamable HTTP, either era), `sse+http(s)://…` (the
+    /// 2024-11-05 HTTP+SSE transport), `ws(s)://…` (WebSocket) or `stdio:COMMAND ARGS…`.
+    pub fn parse(spec: &str, timeout: Duration) -> Result<UpstreamSpec, GatewayError> {
+        let fail = |reason: String| GatewayError::Spec {
+            spec: spec.to_string(),
+            reason,
+        };
+        let (name, target) = spec.split_once('=').ok_or_else(|| {
+            fail("write NAME=TARGET, e.g. ref=http://127.0.0.1:8080/mcp or files=stdio:python server.py".into())
+        })?;
+        let name = name.trim();
+        if name.is_empty()
+            || name.contains(SEPARATOR)
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(fail(format!(
+                "`{name}` is not a usable upstream name: letters, digits, - and _ (no `{SEPARATOR}`)"
+            )));
+        }
+        let mut ep = Endpoint {
+            kind: TransportKind::StreamableHttp,
+            net: None,
+            host: String::new(),
+            path: String::new(),
+            extra_headers: Vec::new(),
+            headers: Vec::new(),
+            http2: false,
+            command: None,
+            protocol: Revision::V2026_07_28,
+            codec: Codec::default(),
+            max_body: MAX_BODY,
+            timeout,
+            timing: None,
+        };
+        let mut protocol = ProtocolChoice::Auto;
+        let describe = if let Some(cmd) = target.strip_prefix("stdio:") {
+            let mut words = cmd.split_whitespace().map(str::to_string);
+            let program = words.next().ok_or_else(|| {
+                fail("stdio: needs a command, e.g. stdio:python server.py".into())
+            })?;
+            ep.kind = TransportKind::Stdio;
+            ep.command = Some(CommandSpec {
+                program: program.clone(),
+                args: words.collect(),
+                env: Vec::new(),
+                cwd: None,
+            });
+            format!("stdio:{program}")
+        } else {
+            let (kind, url) = match target.strip_prefix("sse+") {
+                Some(u) => (TransportKind::LegacySse, u),
+                None if target.starts_with("ws") => (TransportKind::WebSocket, target),
+                None => (TransportKind::StreamableHttp, target),
+            };
+            let u = parse_url(url).map_err(fail)?;
+            let (net, host) =
+                net_target(&u, &Trust::System, false, timeout).map_err(|e| fail(e.to_string()))?;
+            ep.kind = kind;
+            ep.net = Some(net);
+            ep.host = host;
+            ep.path = u.path.clone();
+            if kind == TransportKind::LegacySse {
+                protocol = ProtocolChoice::Fixed(Revision::V2024_11_05);
+                ep.protocol = Revision::V2024_11_05;
+            }
+            target.to_string()
+        };
+        Ok(UpstreamSpec {
+            name: name.to_string(),
+            describe,
+            endpoint: ep,
+            protocol,
+        })
+    }
+}
+
+/// A call handed to an upstream I/O thread.
+struct Job {
+    tool: usize,
+    arguments: Option<Bytes>,
+    reply: oneshot::Sender<Result<Bytes, ProxyError>>,
+}
+
+/// A started upstream: what the gateway lists for it.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub name: String,
+    pub revision: Revision,
+    pub tools: usize,
+    /// Opening its session and listing its tools.
+    pub took: Duration,
+}
+
+/// The upstreams behind a gateway, their tools, and the I/O threads that call them.
+#[derive(Debug)]
+pub struct Gateway {
+    tools: Vec<ProxiedTool>,
+    /// Per tool: its upstream and its name there.
+    routes: Vec<(usize, String)>,
+    lanes: Vec<mpsc::UnboundedSender<Job>>,
+    next: AtomicUsize,
+    threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    pub started: Vec<Started>,
+    /// From the first connection to the last upstream's tools listed.
+    pub startup: Duration,
+}
+
+/// Settings of [`Gateway::start`].
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// Upstream I/O threads.
+    pub threads: usize,
+    /// Sessions per upstream per thread (HTTP: connections); mux transports share one
+    /// connection per thread among them.
+    pub pool: usize,
+    /// Bound on one upstream call.
+    pub timeout: Duration,
+}
+
+impl Gateway {
+    /// Connects to every upstream (concurrently), lists their tools, starts the I/O threads.
+    pub fn start(
+        specs: Vec<UpstreamSpec>,
+        o: &GatewayOptions,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        for (i, s) in specs.iter().enumerate() {
+            if specs[..i].iter().any(|t| t.name == s.name) {
+                return Err(GatewayError::Spec {
+                    spec: s.name.clone(),
+                    reason: "two upstreams have this name; names must be unique".into(),
+                });
+            }
+        }
+        let t0 = Instant::now();
+        let found: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = specs
+                .iter()
+                .map(|s| scope.spawn(move || discover(s)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("the discovery thread panicked".to_string()))
+                })
+                .collect()
+        });
+        let startup = t0.elapsed();
+        let mut endpoints = Vec::new();
+        let mut tools = Vec::new();
+        let mut routes = Vec::new();
+        let mut started = Vec::new();
+        for (i, (spec, found)) in specs.into_iter().zip(found).enumerate() {
+            let (ep, listed, took) = found.map_err(|reason| GatewayError::Upstream {
+                name: spec.name.clone(),
+                reason,
+            })?;
+            let modern = !ep.protocol.has_handshake();
+            started.push(Started {
+                name: spec.name.clone(),
+                revision: ep.protocol,
+                tools: listed.len(),
+                took,
+            });
+            for (tool, definition) in listed {
+                tools.push(ProxiedTool {
+                    name: format!("{}{SEPARATOR}{tool}", spec.name),
+                    definition,
+                    modern,
+                });
+                routes.push((i, tool));
+            }
+            endpoints.push(Arc::new(ep));
+        }
+        let specs: Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>> = Arc::new(
+            endpoints
+                .iter()
+                .enumerate()
+                .map(|(u, ep)| {
+                    let calls = routes
+                        .iter()
+                        .map(|(up, name)| {
+                            CallSpec::new(
+                                "tools/call",
+                                Some(name).filter(|_| *up == u).map(String::as_str),
+                                ep.protocol,
+                            )
+                        })
+                        .collect();
+                    (ep.clone(), calls)
+                })
+                .collect(),
+        );
+        let routes_shared: Arc<Vec<(usize, String)>> = Arc::new(routes.clone());
+        let mut lanes = Vec::new();
+        let mut threads = Vec::new();
+        for t in 0..o.threads.max(1) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            lanes.push(tx);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(GatewayError::Runtime)?;
+            let (specs, routes, pool, timeout) = (
+                specs.clone(),
+                routes_shared.clone(),
+                o.pool.max(1),
+                o.timeout,
+            );
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("mcpbench-upstream-{t}"))
+                    .spawn(move || {
+                        let local = tokio::task::LocalSet::new();
+                        local.block_on(&rt, lane(rx, specs, routes, pool, timeout));
+                    })
+                    .map_err(GatewayError::Runtime)?,
+            );
+        }
+        Ok(Arc::new(Gateway {
+            tools,
+            routes,
+            lanes,
+            next: AtomicUsize::new(0),
+            threads: std::sync::Mutex::new(threads),
+            started,
+            startup,
+        }))
+    }
+}
+
+impl Drop for Gateway {
+    /// Closes the lanes; each I/O thread closes its sessions politely (bounded) and ends.
+    fn drop(&mut self) {
+        self.lanes.clear();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Proxy for Gateway {
+    fn tools(&self) -> Vec<ProxiedTool> {
+        self.tools.clone()
+    }
+
+    fn modern(&self, index: usize) -> bool {
+        self.tools.get(index).is_some_and(|t| t.modern)
+    }
+
+    fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture {
+        let (reply, answer) = oneshot::channel();
+        let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+        let sent = index < self.routes.len()
+            && self.lanes[lane]
+                .send(Job {
+                    tool: index,
+                    arguments,
+                    reply,
+                })
+                .is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(ProxyError::Unavailable {
+                    detail: "the gateway is shutting down".into(),
+                });
+            }
+            answer.await.unwrap_or_else(|_| {
+                Err(ProxyError::Unavailable {
+                    detail: "the upstream call was dropped".into(),
+                })
+            })
+        })
+    }
+}
+
+/// An upstream's endpoint (revision found), its tools (name, definition), and how long that took.
+type Discovered = (Endpoint, Vec<(String, serde_json::Value)>, Duration);
+
+/// Opens a session on the upstream (revision probed), lists its tools, closes.
+fn discover(s: &UpstreamSpec) -> Result<Discovered, String> {
+    let t0 = Instant::now();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut ep = s.endpoint.clone();
+    let pre = preflight::connect(&rt, s.protocol, &mut ep)
+        .map_err(|e| format!("{} ({})", e, s.describe))?;
+    if pre.revision.has_handshake() {
+        ep.protocol = pre.revision;
+    }
+    Ok((ep, pre.tools, t0.elapsed()))
+}
+
+/// One I/O thread: runs each job it is handed on a pooled session of the job's upstream.
+async fn lane(
+    mut rx: mpsc::UnboundedReceiver<Job>,
+    specs: Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>>,
+    routes: Arc<Vec<(usize, String)>>,
+    pool: usize,
+    timeout: Duration,
+) {
+    let pools: Vec<Rc<dyn Upstream>> = specs
+        .iter()
+        .map(|(ep, calls)| -> Rc<dyn Upstream> {
+            let calls = calls.clone();
+            match ep.kind {
+                TransportKind::StreamableHttp => {
+                    let e = ep.clone();
+                    Rc::new(Pool::new(pool, calls, timeout, move || {
+                        HttpSession::new(e.clone())
+                    }))
+                }
+                TransportKind::Stdio => mux_pool::<StdioConnector>(ep, pool, calls, timeout),
+                TransportKind::WebSocket => mux_pool::<WsConnector>(ep, pool, calls, timeout),
+                TransportKind::LegacySse => mux_pool::<SseConnector>(ep, pool, calls, timeout),
+            }
+        })
+        .collect();
+    while let Some(job) = rx.recv().await {
+        let Some((upstream, _)) = routes.get(job.tool) else {
+            continue;
+        };
+        let p = pools[*upstream].clone();
+        tokio::task::spawn_local(async move {
+            let result = p.call(job.tool, job.arguments.as_deref()).await;
+            let _ = job.reply.send(result);
+        });
+    }
+    for p in pools {
+        p.close().await;
+    }
+}
+
+fn mux_pool<C: crate::transport::mux::Connector + 'static>(
+    ep: &Arc<Endpoint>,
+    pool: usize,
+    calls: Vec<CallSpec>,
+    timeout: Duration,
+) -> Rc<dyn Upstream> {
+    let slot = Rc::new(Shared::<C::Out>::default());
+    let e = ep.clone();
+    Rc::new(Pool::new(pool, calls, timeout, move || {
+        let mut s = MuxSession::<C>::shared(e.clone(), slot.clone(), pool);
+        s.keep_responses();
+        s
+    }))
+}
+
+/// The pooled sessions of one upstream on one I/O thread.
+trait Upstream {
+    fn call<'a>(
+        &'a self,
+        tool: usize,
+        arguments: Option<&'a [u8]>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + 'a>>;
+    fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
+}
+
+struct Pool<S, F> {
+    idle: RefCell<Vec<S>>,
+    made: Cell<usize>,
+    max: usize,
+    freed: Notify,
+    make: F,
+    /// Per tool of the gateway: its call spec on this upstream.
+    calls: Vec<CallSpec>,
+    timeout: Duration,
+}
+
+impl<S: Session, F: Fn() -> S> Pool<S, F> {
+    fn new(max: usize, calls: Vec<CallSpec>, timeout: Duration, make: F) -> Self {
+        Pool {
+            idle: RefCell::new(Vec::new()),
+            made: Cell::new(0),
+            max,
+            freed: Notify::new(),
+            make,
+            calls,
+            timeout,
+        }
+    }
+
+    async fn checkout(&self) -> S {
+        loop {
+            if let Some(s) = self.idle.borrow_mut().pop() {
+                return s;
+            }
+            if self.made.get() < self.max {
+                self.made.set(self.made.get() + 1);
+                return (self.make)();
+            }
+            self.freed.notified().await;
+        }
+    }
+
+    fn checkin(&self, s: S) {
+        self.idle.borrow_mut().push(s);
+        self.freed.notify_one();
+    }
+
+    /// One call on session `s`: opened first if needed; sent once more on a reopened session
+    /// when the upstream had forgotten it.
+    async fn exchange(
+        &self,
+        s: &mut S,
+        tool: usize,
+        arguments: Option<&[u8]>,
+    ) -> Result<Bytes, ProxyError> {
+        let spec = &self.calls[tool];
+        let name = spec.name.as_deref().unwrap_or_default();
+        for attempt in 0..2 {
+            if !s.is_open() {
+                // A shared connection is opened by one caller; the others wait for it.
+                let outcome = if s.claim_open() {
+                    s.open().await.outcome
+                } else {
+                    s.wait_open().await;
+                    Outcome::Ok
+                };
+                if outcome != Outcome::Ok || !s.is_open() {
+                    return Err(ProxyError::Unavailable {
+                        detail: format!("opening a session: {}", describe(outcome)),
+                    });
+                }
+            }
+            let rev = s.revision().unwrap_or(Revision::LATEST_HANDSHAKE);
+            let reply = s
+                .call(spec, |out, id| {
+                    mcp::write_tools_call(out, id, rev, name, arguments)
+                })
+                .await;
+            if reply.session_expired && attempt == 0 {
+                s.reset();
+                continue;
+            }
+            return match reply.outcome {
+                Outcome::Ok | Outcome::ToolError => result_of(s.last_message()),
+                Outcome::RpcError(code) => Err(ProxyError::Rpc {
+                    code,
+                    detail: preflight::failure_text(s.last_message()).unwrap_or_default(),
+                }),
+                Outcome::Timeout => Err(ProxyError::Timeout),
+                o => {
+                    if !matches!(o, Outcome::InputRequired) {
+                        s.reset();
+                    }
+                    Err(ProxyError::Unavailable {
+                        detail: describe(o),
+                    })
+                }
+            };
+        }
+        Err(ProxyError::Unavailable {
+            detail: "the upstream forgot the session twice".into(),
+        })
+    }
+}
+
+impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
+    fn call<'a>(
+        &'a self,
+        tool: usize,
+        arguments: Option<&'a [u8]>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + 'a>> {
+        Box::pin(async move {
+            let mut s = self.checkout().await;
+            let r = match tokio::time::timeout(self.timeout, self.exchange(&mut s, tool, arguments))
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => {
+                    // What the upstream still owes on this session would answer nobody.
+                    let _ = tokio::time::timeout(Duration::from_secs(1), s.cancel_last()).await;
+                    Err(ProxyError::Timeout)
+                }
+            };
+            self.checkin(s);
+            r
+        })
+    }
+
+    fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>> {
+        Box::pin(async move {
+            let sessions: Vec<S> = self.idle.borrow_mut().drain(..).collect();
+            for mut s in sessions {
+                let _ = tokio::time::timeout(Duration::from_secs(2), s.close()).await;
+            }
+        })
+    }
+}
+
+/// The raw `result` of a response message.
+fn result_of(message: &[u8]) -> Result<Bytes, ProxyError> {
+    #[derive(Deserialize)]
+    struct Response<'a> {
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+    }
+    match serde_json::from_slice::<Response<'_>>(message) {
+        Ok(Response { result: Some(r) }) => Ok(Bytes::copy_from_slice(r.get().as_bytes())),
+        _ => Err(ProxyError::Unavailable {
+            detail: "the upstream's response has no result".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_specs_parse() {
+        let t = Duration::from_secs(5);
+        let s = UpstreamSpec::parse("ref=http://127.0.0.1:9/mcp", t).unwrap();
+        assert_eq!(s.name, "ref");
+        assert_eq!(s.endpoint.kind, TransportKind::StreamableHttp);
+        assert_eq!(s.endpoint.path, "/mcp");
+        let s = UpstreamSpec::parse("old=sse+http://127.0.0.1:9/sse", t).unwrap();
+        assert_eq!(s.endpoint.kind, TransportKind::LegacySse);
+        assert_eq!(s.endpoint.protocol, Revision::V2024_11_05);
+        let s = UpstreamSpec::parse("w=ws://127.0.0.1:9/ws", t).unwrap();
+        assert_eq!(s.endpoint.kind, TransportKind::WebSocket);
+        let s = UpstreamSpec::parse("py=stdio:python3 server.py --x", t).unwrap();
+        assert_eq!(s.endpoint.kind, TransportKind::Stdio);
+        assert_eq!(s.endpoint.command.unwrap().args, ["server.py", "--x"]);
+        for bad in [
+            "noequals",
+            "a__b=http://x/",
+            "=http://x/",
+            "a=ftp://x",
+            "a=stdio:",
+        ] {
+            assert!(UpstreamSpec::parse(bad, t).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn results_are_taken_raw() {
+        let r = result_of(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":false}}"#)
+            .unwrap();
+        assert_eq!(&r[..], br#"{"content":[],"isError":false}"#);
+        assert!(result_of(br#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#).is_err());
+    }
+}

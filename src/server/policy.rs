@@ -1,0 +1,346 @@
+//! Tenants of a gateway: bearer token → tenant, the tools each tenant may list and call, and
+//! per-tenant rate limits (token buckets). Loaded from a policy file (`mcpbench serve --policy`):
+//!
+//! ```toml
+//! anonymous = "public"            # requests without a token are this tenant (else 401)
+//!
+//! [[tenant]]
+//! name = "alpha"
+//! tokens = ["alpha-token-1"]      # its bearer tokens (secrets: never logged)
+//! tools = ["ref__echo", "ref__get-*"]  # globs (`*`) over the names tools/list shows; absent: all
+//! rate = 50                       # tools/call per second; absent: unlimited
+//! burst = 10                      # bucket size (default: one second's worth, at least 1)
+//! ```
+//!
+//! The catalog check (every pattern matches some tool) happens when the server builds its
+//! registry, since only then are the upstreams' tools known.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+/// Why a policy file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read the policy file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    anonymous: Option<String>,
+    #[serde(default)]
+    tenant: Vec<RawTenant>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTenant {
+    name: String,
+    #[serde(default)]
+    tokens: Vec<String>,
+    tools: Option<Vec<String>>,
+    rate: Option<f64>,
+    burst: Option<f64>,
+}
+
+/// One tenant's rules.
+#[derive(Debug)]
+pub struct Tenant {
+    pub name: String,
+    /// Tool-name globs; `None` allows every tool.
+    pub tools: Option<Vec<String>>,
+    /// `tools/call` rate limit.
+    pub bucket: Option<Bucket>,
+}
+
+impl Tenant {
+    /// Whether the tenant may list and call `tool`.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|globs| globs.iter().any(|g| glob(g, tool)))
+    }
+}
+
+/// The tenants, and how a request is mapped to one.
+#[derive(Debug)]
+pub struct Policy {
+    pub tenants: Vec<Tenant>,
+    tokens: HashMap<String, u16>,
+    anonymous: Option<u16>,
+}
+
+/// Who sent a request, as the policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    Tenant(u16),
+    /// No credentials and no anonymous tenant.
+    Missing,
+    /// A token no tenant has.
+    Unknown,
+}
+
+impl Policy {
+    /// Reads and checks a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Policy::parse(&text).map_err(|message| PolicyError::Invalid {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parses a policy (TOML); errors name the line or the tenant and say what to write.
+    pub fn parse(text: &str) -> Result<Policy, String> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| e.to_string())?;
+        if raw.tenant.is_empty() {
+            return Err("no [[tenant]]: add one, e.g.\n    [[tenant]]\n    name = \"alpha\"\n    tokens = [\"…\"]".into());
+        }
+        let mut tenants = Vec::new();
+        let mut tokens = HashMap::new();
+        for (i, t) in raw.tenant.into_iter().enumerate() {
+            let name = t.name.trim().to_string();
+            if name.is_empty() || tenants.iter().any(|x: &Tenant| x.name == name) {
+                return Err(format!(
+                    "tenant #{}: name `{name}` is empty or used twice; give each [[tenant]] its own name",
+                    i + 1
+                ));
+            }
+            let index = u16::try_from(i).map_err(|_| "more than 65535 tenants".to_string())?;
+            for token in t.tokens {
+                if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(format!(
+                        "tenant `{name}`: a token is empty or holds whitespace (the token itself is not shown)"
+                    ));
+                }
+                if tokens.insert(token, index).is_some() {
+                    return Err(format!(
+                        "tenant `{name}`: a token already belongs to another tenant (the token itself is not shown); tokens must be unique"
+                    ));
+                }
+            }
+            let bucket = match (t.rate, t.burst) {
+                (None, None) => None,
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "tenant `{name}`: burst without rate; add rate = <calls per second>"
+                    ));
+                }
+                (Some(rate), burst) => {
+                    if !(rate.is_finite() && rate > 0.0) {
+                        return Err(format!(
+                            "tenant `{name}`: rate = {rate} must be a positive number of tools/call per second"
+                        ));
+                    }
+                    let burst = burst.unwrap_or(rate.max(1.0));
+                    if !(burst.is_finite() && burst >= 1.0) {
+                        return Err(format!(
+                            "tenant `{name}`: burst = {burst} must be at least 1"
+                        ));
+                    }
+                    Some(Bucket::new(rate, burst))
+                }
+            };
+            if let Some(g) = t.tools.iter().flatten().find(|g| g.trim().is_empty()) {
+                return Err(format!(
+                    "tenant `{name}`: tool pattern `{g}` is empty; write a tool name or a glob like `ref__*`"
+                ));
+            }
+            tenants.push(Tenant {
+                name,
+                tools: t.tools,
+                bucket,
+            });
+        }
+        let anonymous = match raw.anonymous {
+            None => None,
+            Some(a) => Some(
+                tenants
+                    .iter()
+                    .position(|t| t.name == a)
+                    .map(|i| i as u16)
+                    .ok_or_else(|| {
+                        format!("anonymous = \"{a}\" names no [[tenant]]; name one of them")
+                    })?,
+            ),
+        };
+        Ok(Policy {
+            tenants,
+            tokens,
+            anonymous,
+        })
+    }
+
+    /// The tenant of a request's `Authorization` header value (if any).
+    pub fn authenticate(&self, authorization: Option<&[u8]>) -> Auth {
+        let Some(value) = authorization else {
+            return self.anonymous.map_or(Auth::Missing, Auth::Tenant);
+        };
+        let token = value
+            .strip_prefix(b"Bearer ")
+            .or_else(|| value.strip_prefix(b"bearer "))
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .map(str::trim);
+        match token.and_then(|t| self.tokens.get(t)) {
+            Some(&i) => Auth::Tenant(i),
+            None => Auth::Unknown,
+        }
+    }
+
+    /// Patterns of a tenant that match none of `names`: a typo would deny silently.
+    pub fn unmatched<'a>(&'a self, names: &[&str]) -> Vec<(&'a str, &'a str)> {
+        let mut out = Vec::new();
+        for t in &self.tenants {
+            for g in t.tools.iter().flatten() {
+                if !names.iter().any(|n| glob(g, n)) {
+                    out.push((t.name.as_str(), g.as_str()));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn tenant(&self, i: u16) -> Option<&Tenant> {
+        self.tenants.get(usize::from(i))
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// A token bucket: `rate` tokens a second, at most `burst` saved.
+#[derive(Debug)]
+pub struct Bucket {
+    pub rate: f64,
+    pub burst: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl Bucket {
+    pub fn new(rate: f64, burst: f64) -> Self {
+        Bucket {
+            rate,
+            burst,
+            state: Mutex::new((burst, Instant::now())),
+        }
+    }
+
+    /// Takes one token, or says how long until one is there.
+    pub fn take(&self, now: Instant) -> Result<(), Duration> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (tokens, at) = *s;
+        let refilled =
+            (tokens + now.saturating_duration_since(at).as_secs_f64() * self.rate).min(self.burst);
+        if refilled >= 1.0 {
+            *s = (refilled - 1.0, now.max(at));
+            Ok(())
+        } else {
+            *s = (refilled, now.max(at));
+            Err(Duration::from_secs_f64((1.0 - refilled) / self.rate))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_names() {
+        assert!(glob("ref__*", "ref__echo"));
+        assert!(glob("*", "anything"));
+        assert!(glob("echo", "echo"));
+        assert!(!glob("echo", "echo2"));
+        assert!(glob("a*b*c", "a-x-b-y-c"));
+        assert!(!glob("a*b*c", "a-x-c"));
+        assert!(glob("*-invoice", "get-invoice"));
+        assert!(!glob("ref__*", "other__echo"));
+    }
+
+    #[test]
+    fn policies_map_tokens_and_refuse_mistakes() {
+        let p = Policy::parse(
+            r#"anonymous = "public"
+[[tenant]]
+name = "alpha"
+tokens = ["ta"]
+tools = ["ref__*"]
+rate = 10
+[[tenant]]
+name = "public"
+tools = ["echo"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.authenticate(Some(b"Bearer ta")), Auth::Tenant(0));
+        assert_eq!(p.authenticate(None), Auth::Tenant(1));
+        assert_eq!(p.authenticate(Some(b"Bearer nope")), Auth::Unknown);
+        assert!(p.tenants[0].allows("ref__echo") && !p.tenants[0].allows("echo"));
+        assert_eq!(p.unmatched(&["ref__echo"]), vec![("public", "echo")]);
+        for (bad, says) in [
+            ("", "no [[tenant]]"),
+            (
+                "[[tenant]]\nname = \"a\"\n[[tenant]]\nname = \"a\"",
+                "used twice",
+            ),
+            (
+                "[[tenant]]\nname = \"a\"\ntokens = [\"x\"]\n[[tenant]]\nname = \"b\"\ntokens = [\"x\"]",
+                "already belongs",
+            ),
+            ("[[tenant]]\nname = \"a\"\nrate = 0", "positive"),
+            ("[[tenant]]\nname = \"a\"\nburst = 3", "burst without rate"),
+            ("anonymous = \"z\"\n[[tenant]]\nname = \"a\"", "names no"),
+            ("[[tenant]]\nname = \"a\"\nrte = 3", "unknown field"),
+        ] {
+            let e = Policy::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(!e.contains("\"x\""), "a token leaked: {e}");
+        }
+    }
+
+    #[test]
+    fn buckets_admit_their_rate() {
+        let b = Bucket::new(10.0, 2.0);
+        let t0 = Instant::now();
+        assert!(b.take(t0).is_ok() && b.take(t0).is_ok());
+        let wait = b.take(t0).unwrap_err();
+        assert!(wait <= Duration::from_millis(100) && wait > Duration::from_millis(90));
+        assert!(b.take(t0 + Duration::from_millis(100)).is_ok());
+        // Over 10 s at a steady 1000 tries a second: about 10/s admitted (+ the burst).
+        let admitted = (1..=10_000)
+            .filter(|i| b.take(t0 + Duration::from_millis(100 + i)).is_ok())
+            .count();
+        assert!((100..=102).contains(&admitted), "{admitted}");
+    }
+}

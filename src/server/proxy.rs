@@ -1,0 +1,165 @@
+//! Tools another MCP server serves, listed and called through this one (the gateway mode of
+//! `mcpbench serve --upstream`). The server sees only this interface; the client sessions to
+//! the upstreams live in `crate::gateway`.
+//!
+//! A proxied call passes the client's raw `arguments` through and gets the upstream's raw
+//! `result` object back, adapted to the client's revision only when the two eras differ.
+//! Upstream failures reach the client sanitized (a code and a reference, no upstream words,
+//! addresses or traces); the detail goes to the server's log under the same reference.
+
+use std::borrow::Cow;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::wire::MODERN_RESULT_TAIL;
+use crate::protocol::jsonrpc::code;
+use crate::protocol::version::Revision;
+
+/// A tool of an upstream, as the gateway lists it.
+#[derive(Debug, Clone)]
+pub struct ProxiedTool {
+    /// The name `tools/list` shows (`upstream__tool`).
+    pub name: String,
+    /// The upstream's definition.
+    pub definition: Value,
+    /// The upstream speaks 2026-07-28 (its results carry `resultType` and `_meta`).
+    pub modern: bool,
+}
+
+/// Why a proxied call has no result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProxyError {
+    /// The upstream answered with a JSON-RPC error.
+    #[error("upstream error {code}: {detail}")]
+    Rpc { code: i64, detail: String },
+    #[error("upstream did not answer in time")]
+    Timeout,
+    /// Not reachable, or the exchange failed (the detail names what and where).
+    #[error("upstream unavailable: {detail}")]
+    Unavailable { detail: String },
+}
+
+pub type ProxyFuture = Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + Send>>;
+
+/// The upstreams behind a gateway.
+pub trait Proxy: Send + Sync + std::fmt::Debug {
+    /// Every upstream tool, namespaced.
+    fn tools(&self) -> Vec<ProxiedTool>;
+    /// Whether the upstream of tool `index` speaks 2026-07-28.
+    fn modern(&self, index: usize) -> bool;
+    /// Calls tool `index` of [`tools`](Self::tools) with raw JSON `arguments`; the raw
+    /// `result` object.
+    fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture;
+}
+
+/// The result object for a client of revision `rev`, from an upstream of the other era or the
+/// same.
+pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<'_, [u8]> {
+    let client_modern = !rev.has_handshake();
+    match (upstream_modern, client_modern) {
+        (false, true) => match result.iter().rposition(|&b| b == b'}') {
+            Some(end) => {
+                let body = &result[..end];
+                let empty = body.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+                let mut out = Vec::with_capacity(result.len() + MODERN_RESULT_TAIL.len());
+                out.extend_from_slice(body);
+                out.extend_from_slice(if empty {
+                    &MODERN_RESULT_TAIL.as_bytes()[1..]
+                } else {
+                    MODERN_RESULT_TAIL.as_bytes()
+                });
+                out.push(b'}');
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(result),
+        },
+        (true, false) => match serde_json::from_slice::<Value>(result) {
+            Ok(Value::Object(mut m)) => {
+                m.remove("resultType");
+                m.remove("_meta");
+                Cow::Owned(serde_json::to_vec(&m).unwrap_or_else(|_| result.to_vec()))
+            }
+            _ => Cow::Borrowed(result),
+        },
+        _ => Cow::Borrowed(result),
+    }
+}
+
+/// Whether a result object says `isError: true` (what the audit log records).
+pub(crate) fn is_tool_error(result: &[u8]) -> bool {
+    result
+        .windows(14)
+        .any(|w| w == br#""isError":true"# || w == br#""isError": tru"#)
+}
+
+static REFERENCE: AtomicU64 = AtomicU64::new(1);
+
+/// The sanitized JSON-RPC error for a failed proxied call: standard codes pass through with a
+/// generic message; the upstream's words go to the log under the reference the client sees.
+pub(crate) fn sanitize(e: &ProxyError, tool: &str) -> (i64, String) {
+    let reference = REFERENCE.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(reference, tool, error = %e, "upstream call failed");
+    let (code, what) = match e {
+        ProxyError::Rpc { code: c, .. } if (-32700..=-32600).contains(c) => {
+            (*c, "the upstream refused the call")
+        }
+        ProxyError::Rpc { .. } => (code::INTERNAL_ERROR, "the upstream failed"),
+        ProxyError::Timeout => (code::INTERNAL_ERROR, "the upstream did not answer in time"),
+        ProxyError::Unavailable { .. } => (code::INTERNAL_ERROR, "the upstream is unavailable"),
+    };
+    (
+        code,
+        format!("Upstream error: {what} (gateway log reference {reference})"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_cross_eras() {
+        let old = br#"{"content":[],"isError":false}"#;
+        let up = adapt(old, false, Revision::V2026_07_28);
+        let v: Value = serde_json::from_slice(&up).unwrap();
+        assert_eq!(v["resultType"], "complete");
+        assert_eq!(v["isError"], false);
+        let empty: Value =
+            serde_json::from_slice(&adapt(b"{}", false, Revision::V2026_07_28)).unwrap();
+        assert_eq!(empty["resultType"], "complete");
+        let modern = br#"{"content":[],"resultType":"complete","_meta":{"x":1}}"#;
+        let down: Value =
+            serde_json::from_slice(&adapt(modern, true, Revision::V2025_06_18)).unwrap();
+        assert!(down.get("resultType").is_none() && down.get("_meta").is_none());
+        assert!(matches!(
+            adapt(old, false, Revision::V2025_11_25),
+            Cow::Borrowed(_)
+        ));
+        assert!(is_tool_error(br#"{"content":[],"isError":true}"#));
+        assert!(!is_tool_error(old));
+    }
+
+    #[test]
+    fn errors_are_sanitized() {
+        let (c, m) = sanitize(
+            &ProxyError::Unavailable {
+                detail: "connect 10.1.2.3:8080 refused".into(),
+            },
+            "t",
+        );
+        assert_eq!(c, code::INTERNAL_ERROR);
+        assert!(!m.contains("10.1.2.3") && m.contains("reference"));
+        let (c, m) = sanitize(
+            &ProxyError::Rpc {
+                code: -32602,
+                detail: "Traceback (most recent call last): at /srv/app.py".into(),
+            },
+            "t",
+        );
+        assert_eq!(c, -32602);
+        assert!(!m.contains("Traceback"));
+    }
+}
