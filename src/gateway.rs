@@ -163,12 +163,25 @@ pub struct Started {
     pub took: Duration,
 }
 
-/// The upstreams behind a gateway, their tools, and the I/O threads that call them.
+/// Per upstream: its endpoint and, per gateway tool, the call spec on it.
+type Upstreams = Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>>;
+
+thread_local! {
+    /// The lane of this server thread, when the server runs one per thread.
+    static LANE: RefCell<Option<mpsc::UnboundedSender<Job>>> = const { RefCell::new(None) };
+}
+
+/// The upstreams behind a gateway, their tools, and the lanes that call them: one per server
+/// thread (on that thread), else the gateway's own I/O threads.
 #[derive(Debug)]
 pub struct Gateway {
     tools: Vec<ProxiedTool>,
     /// Per tool: its upstream and its name there.
-    routes: Vec<(usize, String)>,
+    routes: Arc<Vec<(usize, String)>>,
+    upstreams: Upstreams,
+    pool: usize,
+    timeout: Duration,
+    /// Lanes on threads of their own, for callers on threads without a lane.
     lanes: Vec<mpsc::UnboundedSender<Job>>,
     next: AtomicUsize,
     threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
@@ -244,7 +257,7 @@ impl Gateway {
             }
             endpoints.push(Arc::new(ep));
         }
-        let specs: Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>> = Arc::new(
+        let specs: Upstreams = Arc::new(
             endpoints
                 .iter()
                 .enumerate()
@@ -263,7 +276,7 @@ impl Gateway {
                 })
                 .collect(),
         );
-        let routes_shared: Arc<Vec<(usize, String)>> = Arc::new(routes.clone());
+        let routes = Arc::new(routes);
         let mut lanes = Vec::new();
         let mut threads = Vec::new();
         for t in 0..o.threads.max(1) {
@@ -273,12 +286,8 @@ impl Gateway {
                 .enable_all()
                 .build()
                 .map_err(GatewayError::Runtime)?;
-            let (specs, routes, pool, timeout) = (
-                specs.clone(),
-                routes_shared.clone(),
-                o.pool.max(1),
-                o.timeout,
-            );
+            let (specs, routes, pool, timeout) =
+                (specs.clone(), routes.clone(), o.pool.max(1), o.timeout);
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("mcpbench-upstream-{t}"))
@@ -292,6 +301,9 @@ impl Gateway {
         Ok(Arc::new(Gateway {
             tools,
             routes,
+            upstreams: specs,
+            pool: o.pool.max(1),
+            timeout: o.timeout,
             lanes,
             next: AtomicUsize::new(0),
             threads: std::sync::Mutex::new(threads),
@@ -323,15 +335,24 @@ impl Proxy for Gateway {
 
     fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture {
         let (reply, answer) = oneshot::channel();
-        let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+        let job = Job {
+            tool: index,
+            arguments,
+            reply,
+        };
+        // This thread's lane if it has one (no other thread woken), else a lane thread.
+        let job = LANE.with(|l| match l.borrow().as_ref() {
+            Some(tx) => tx.send(job).err().map(|e| e.0),
+            None => Some(job),
+        });
         let sent = index < self.routes.len()
-            && self.lanes[lane]
-                .send(Job {
-                    tool: index,
-                    arguments,
-                    reply,
-                })
-                .is_ok();
+            && match job {
+                None => true,
+                Some(job) => {
+                    let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+                    self.lanes[lane].send(job).is_ok()
+                }
+            };
         Box::pin(async move {
             if !sent {
                 return Err(ProxyError::Unavailable {
@@ -344,6 +365,22 @@ impl Proxy for Gateway {
                 })
             })
         })
+    }
+
+    fn lane(&self) -> Option<std::pin::Pin<Box<dyn Future<Output = ()>>>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        LANE.with(|l| *l.borrow_mut() = Some(tx));
+        Some(Box::pin(lane(
+            rx,
+            self.upstreams.clone(),
+            self.routes.clone(),
+            self.pool,
+            self.timeout,
+        )))
+    }
+
+    fn end_lane(&self) {
+        LANE.with(|l| l.borrow_mut().take());
     }
 }
 

@@ -56,6 +56,36 @@ pub struct EmbeddedServers {
     state: Arc<State>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// A gateway's other server threads.
+    extra: Vec<JoinHandle<()>>,
+}
+
+/// Completes when `rx` says the servers are shutting down.
+async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|d| *d).await;
+}
+
+/// One server thread (inside a `LocalSet`): the proxy's lane for this thread, if it has one,
+/// and the server on `listener` until `down`; then the lane closes its sessions.
+async fn serve_thread(
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+    down: tokio::sync::watch::Receiver<bool>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        tracing::error!("cannot register the server's listener");
+        return;
+    };
+    let proxy = state.config.proxy.clone();
+    let lane = proxy
+        .as_ref()
+        .and_then(|p| p.lane())
+        .map(tokio::task::spawn_local);
+    serve_state(listener, state, wait(down)).await;
+    if let (Some(p), Some(lane)) = (proxy, lane) {
+        p.end_lane();
+        let _ = tokio::time::timeout(Duration::from_secs(5), lane).await;
+    }
 }
 
 fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
@@ -119,27 +149,49 @@ impl EmbeddedServers {
             return Err(EmbeddedError::Policy(unmatched, state.tool_names()));
         }
         let served = state.clone();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(l.threads.max(1))
-            .thread_name("mcpbench-server")
+        // A gateway serves on one current-thread runtime per thread, all accepting on the
+        // listener, each with its own upstream sessions: a call stays on the thread that
+        // received it. Otherwise one multi-thread runtime.
+        let gateway = state.config.proxy.is_some();
+        let threads = l.threads.max(1);
+        let runtime = || {
+            if gateway {
+                tokio::runtime::Builder::new_current_thread()
+            } else {
+                let mut b = tokio::runtime::Builder::new_multi_thread();
+                b.worker_threads(threads).thread_name("mcpbench-server");
+                b
+            }
             .enable_io()
             .enable_time()
             .build()
-            .map_err(EmbeddedError::Runtime)?;
+            .map_err(EmbeddedError::Runtime)
+        };
+        let (down_tx, down_rx) = tokio::sync::watch::channel(false);
+        let mut extra = Vec::new();
+        for i in 1..if gateway { threads } else { 1 } {
+            let listener = mcp_l.try_clone().map_err(|source| EmbeddedError::Bind {
+                addr: l.listen,
+                source,
+            })?;
+            let (rt, state, down) = (runtime()?, served.clone(), down_rx.clone());
+            extra.push(
+                std::thread::Builder::new()
+                    .name(format!("mcpbench-server-{i}"))
+                    .spawn(move || {
+                        tokio::task::LocalSet::new()
+                            .block_on(&rt, serve_thread(listener, state, down));
+                    })
+                    .map_err(EmbeddedError::Runtime)?,
+            );
+        }
+        let rt = runtime()?;
         let (stop, stopped) = oneshot::channel::<()>();
         let backend_cfg = l.backend;
         let thread = std::thread::Builder::new()
             .name("mcpbench-server".into())
             .spawn(move || {
-                rt.block_on(async move {
-                    let (down_tx, down_rx) = tokio::sync::watch::channel(false);
-                    let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-                        let _ = rx.wait_for(|d| *d).await;
-                    };
-                    let Ok(ml) = tokio::net::TcpListener::from_std(mcp_l) else {
-                        tracing::error!("cannot register the server's listener");
-                        return;
-                    };
+                tokio::task::LocalSet::new().block_on(&rt, async move {
                     let backend = backend_l
                         .and_then(|bl| tokio::net::TcpListener::from_std(bl).ok())
                         .map(|bl| {
@@ -149,7 +201,7 @@ impl EmbeddedServers {
                                 wait(down_rx.clone()),
                             ))
                         });
-                    let server = tokio::spawn(serve_state(ml, served, wait(down_rx)));
+                    let server = tokio::task::spawn_local(serve_thread(mcp_l, served, down_rx));
                     let _ = stopped.await;
                     let _ = down_tx.send(true);
                     let _ = server.await;
@@ -167,6 +219,7 @@ impl EmbeddedServers {
             backend_addr,
             stop: Some(stop),
             thread: Some(thread),
+            extra,
         })
     }
 
@@ -344,6 +397,9 @@ impl Drop for EmbeddedServers {
             let _ = s.send(());
         }
         if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        for t in self.extra.drain(..) {
             let _ = t.join();
         }
     }

@@ -53,6 +53,14 @@ pub trait Proxy: Send + Sync + std::fmt::Debug {
     /// Calls tool `index` of [`tools`](Self::tools) with raw JSON `arguments`; the raw
     /// `result` object.
     fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture;
+    /// The upstream client work of the calling thread, to run (on a `LocalSet`) on every
+    /// thread of a server of current-thread runtimes: calls made on that thread then stay on
+    /// it (no hand-over to another thread, no wake-up of one). `None`: calls go elsewhere.
+    fn lane(&self) -> Option<Pin<Box<dyn Future<Output = ()>>>> {
+        None
+    }
+    /// Lets the calling thread's lane finish: it closes its sessions and its future ends.
+    fn end_lane(&self) {}
 }
 
 /// The result object for a client of revision `rev`, from an upstream of the other era or the
