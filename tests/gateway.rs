@@ -125,23 +125,23 @@ fn tenants_are_kept_apart_and_denied_calls_never_reach_the_upstream() {
     let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
     let dir = scratch();
     let audit = dir.path().join("audit.jsonl");
-    let policy = format!(
-        "[[tenant]]\nname = \"alpha\"\ntokens = [\"{ALPHA}\"]\ntools = [\"ref__*\"]\n[[tenant]]\nname = \"beta\"\ntokens = [\"{BETA}\"]\ntools = [\"ref__echo\"]\n"
-    );
     let gw = gateway(
         &[format!("ref=http://{}/mcp", up.mcp_addr)],
-        Some(&policy),
+        Some(&policy(false)),
         Some(&audit),
     );
-    let text = format!(
-        "name = \"tenants\"\n[target]\nurl = \"http://{}/mcp\"\ntool_prefix = \"ref__\"\n[[target.credentials]]\ntenant = \"alpha\"\ntoken = \"{ALPHA}\"\n[[target.credentials]]\ntenant = \"beta\"\ntoken = \"{BETA}\"\n[load]\nconcurrency = 6\nrequests = 3000\ntimeout = \"10s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n[[workload]]\nmethod = \"tools/call\"\ntool = \"get-invoice\"\narguments = {{ id = 7 }}\n",
-        gw.mcp_addr
-    );
+    let text = tenants_scenario(gw.mcp_addr, "");
     let out = run_in(&text, &dir.path().join("runs")).expect("the run finishes");
     let s = &out.summary;
     let invoice = op(s, "tools/call:get-invoice");
     let (alpha, beta) = (tenant(s, "alpha"), tenant(s, "beta"));
     assert_eq!(s.totals.started, 3000);
+    let list = op(s, "tools/list");
+    assert!(list.outcomes.ok > 100, "{:?}", list.outcomes);
+    assert_eq!(
+        list.outcomes.assertion, 0,
+        "each tenant is shown its own tools"
+    );
     assert_eq!(rpc_errors(alpha), 0, "alpha may call everything");
     assert_eq!(alpha.outcomes.ok, alpha.started);
     assert!(beta.outcomes.ok > 100, "beta's echo calls pass");
@@ -169,7 +169,11 @@ fn tenants_are_kept_apart_and_denied_calls_never_reach_the_upstream() {
         .iter()
         .filter(|l| l["event"] == "invocation")
         .collect();
-    assert_eq!(calls.len(), 3000, "one audit line per call, none lost");
+    assert_eq!(
+        calls.len() as u64,
+        3000 - list.started,
+        "one audit line per call, none lost"
+    );
     let count = |tenant: &str, tool: &str, outcome: &str| {
         calls
             .iter()
@@ -181,9 +185,15 @@ fn tenants_are_kept_apart_and_denied_calls_never_reach_the_upstream() {
         rpc_errors(beta)
     );
     assert_eq!(count("beta", "ref__get-invoice", "ok"), 0);
+    let ok_lines = calls.iter().filter(|c| c["outcome"] == "ok").count() as u64;
     assert_eq!(
-        count("alpha", "ref__get-invoice", "ok") + count("alpha", "ref__echo", "ok"),
-        alpha.outcomes.ok
+        ok_lines,
+        op(s, "tools/call:echo").outcomes.ok + invoice.outcomes.ok
+    );
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c["tenant"] == "alpha" && c["outcome"] == "denied")
     );
     assert!(calls.iter().all(|c| c["arguments"] == "[redacted]"
         && c["latency_us"].is_u64()
@@ -219,6 +229,65 @@ fn tenants_are_kept_apart_and_denied_calls_never_reach_the_upstream() {
             );
         }
     }
+}
+
+/// Alpha may call echo, get-invoice and fail, beta only echo; `broken` gives beta everything (the
+/// kind of glob mistake a policy review misses).
+fn policy(broken: bool) -> String {
+    let beta = if broken { "ref__*" } else { "ref__echo" };
+    format!(
+        "[[tenant]]\nname = \"alpha\"\ntokens = [\"{ALPHA}\"]\ntools = [\"ref__echo\", \"ref__get-invoice\", \"ref__fail\"]\n[[tenant]]\nname = \"beta\"\ntokens = [\"{BETA}\"]\ntools = [\"{beta}\"]\n"
+    )
+}
+
+/// Both tenants' users (three each) call echo and get-invoice and list their tools, each
+/// tenant's expected tool set checked on every listing.
+fn tenants_scenario(gateway: std::net::SocketAddr, extra: &str) -> String {
+    format!(
+        "name = \"tenants\"\n[target]\nurl = \"http://{gateway}/mcp\"\ntool_prefix = \"ref__\"\n[[target.credentials]]\ntenant = \"alpha\"\ntoken = \"{ALPHA}\"\n[[target.credentials]]\ntenant = \"beta\"\ntoken = \"{BETA}\"\n[load]\nconcurrency = 6\nrequests = 3000\ntimeout = \"10s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\nweight = 2\n[[workload]]\nmethod = \"tools/call\"\ntool = \"get-invoice\"\narguments = {{ id = 7 }}\nweight = 2\n[[workload]]\nmethod = \"tools/list\"\nexpect.tenant_tools = {{ alpha = [\"echo\", \"get-invoice\", \"fail\"], beta = [\"echo\"] }}\n{extra}"
+    )
+}
+
+/// The same load through a policy that gives beta every tool: the expected tool sets catch it
+/// on beta's listings (and only there), with an example in the notes; an `is_error = false`
+/// rule on the always-failing `fail` tool makes every one of its answers an assertion too.
+#[test]
+fn assertions_catch_a_broken_policy() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let gw = gateway(
+        &[format!("ref=http://{}/mcp", up.mcp_addr)],
+        Some(&policy(true)),
+        None,
+    );
+    let dir = scratch();
+    let text = tenants_scenario(
+        gw.mcp_addr,
+        "[[workload]]\nmethod = \"tools/call\"\ntool = \"fail\"\nexpect = { is_error = false }\n",
+    );
+    let out = run_in(&text, dir.path()).expect("the run finishes");
+    let s = &out.summary;
+    let list = op(s, "tools/list");
+    let beta = tenant(s, "beta");
+    assert!(list.outcomes.assertion > 20, "{:?}", list.outcomes);
+    assert!(
+        list.outcomes.ok > 20,
+        "alpha's listings are still right: {:?}",
+        list.outcomes
+    );
+    assert!(beta.outcomes.assertion >= list.outcomes.assertion);
+    let fail = op(s, "tools/call:fail");
+    assert_eq!(fail.outcomes.assertion, fail.started, "{:?}", fail.outcomes);
+    let notes = s.notes.join("\n");
+    assert!(
+        notes.contains(
+            "answers of tools/list broke its expect rules (assertion), e.g. tools/list shows `ref__"
+        ),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("answers of tools/call:fail broke its expect rules (assertion), e.g. isError is true, expected false"),
+        "{notes}"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

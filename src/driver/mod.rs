@@ -3,6 +3,7 @@
 //! `report::build`.
 
 pub mod ab;
+pub mod expect;
 pub mod findmax;
 pub mod preflight;
 pub mod resolve;
@@ -139,6 +140,13 @@ pub fn check(
         })?;
     resolved.endpoint.protocol = probe.protocol;
     preflight::check_workload(plan, &preflight).map_err(RunError::Workload)?;
+    let tenants = tenants_of(plan);
+    for item in &plan.workload {
+        if let Some(e) = &item.expect {
+            expect::Check::new(e, item, &preflight, &tenants)
+                .map_err(|m| RunError::Workload(Box::new(item.place.diagnostic(m, None))))?;
+        }
+    }
     Ok(Checked {
         resolved,
         preflight,
@@ -179,6 +187,16 @@ fn with_tool_prefix(plan: &Plan) -> std::borrow::Cow<'_, Plan> {
     for item in &mut p.workload {
         if let crate::scenario::plan::Method::ToolsCall { tool } = &mut item.method {
             tool.insert_str(0, &prefix);
+        }
+        if let Some(e) = &mut item.expect {
+            let names = e
+                .tools
+                .iter_mut()
+                .flatten()
+                .chain(e.tenant_tools.iter_mut().flat_map(|(_, v)| v.iter_mut()));
+            for name in names {
+                name.insert_str(0, &prefix);
+            }
         }
     }
     std::borrow::Cow::Owned(p)
@@ -330,6 +348,14 @@ pub fn run(
     Ok(RunOutput { summary, dir })
 }
 
+/// The tenants of the target's credentials, in order.
+fn tenants_of(plan: &Plan) -> Vec<String> {
+    match &plan.target {
+        crate::scenario::Target::Remote(r) => r.tenants(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    }
+}
+
 /// The read-only context every worker shares.
 fn context(
     plan: &Arc<Plan>,
@@ -346,10 +372,7 @@ fn context(
         crate::scenario::Target::Remote(r) => r.credentials.clone(),
         crate::scenario::Target::Embedded(_) => Vec::new(),
     };
-    let tenants: Vec<String> = match &plan.target {
-        crate::scenario::Target::Remote(r) => r.tenants(),
-        crate::scenario::Target::Embedded(_) => Vec::new(),
-    };
+    let tenants = tenants_of(plan);
     let mut secrets = endpoint.headers.clone();
     let endpoints = credentials
         .iter()
@@ -364,6 +387,13 @@ fn context(
         })
         .collect();
     runner::Ctx {
+        checks: items
+            .iter()
+            .map(|w| {
+                let e = w.expect.as_ref()?;
+                expect::Check::new(e, w, pre, &tenants).ok()
+            })
+            .collect(),
         endpoints,
         tenants,
         secrets,

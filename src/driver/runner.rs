@@ -57,6 +57,8 @@ pub struct Ctx {
     pub secrets: Vec<(String, String)>,
     pub templates: Vec<RequestTemplate>,
     pub specs: Vec<CallSpec>,
+    /// Per workload entry: its `expect` rules, if it has any.
+    pub checks: Vec<Option<super::expect::Check>>,
     pub mix: Mix,
     pub start: Instant,
     pub warmup_end: Instant,
@@ -495,11 +497,19 @@ pub(crate) async fn release_arrivals(
 /// Virtual users over a multiplexed transport: own connections, or one shared per worker.
 async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
     let ep = drive.ctx.endpoint.clone();
+    // `expect` rules read the answers: keep them.
+    let keep = drive.ctx.checks.iter().any(Option::is_some);
+    let kept = move |mut s: MuxSession<C>| {
+        if keep {
+            s.keep_responses();
+        }
+        s
+    };
     if drive.ctx.plan.load.sessions == Sessions::Shared {
         let slot = Rc::new(Shared::<C::Out>::default());
         let s = slot.clone();
         run_vus(drive, n, move |_| {
-            MuxSession::<C>::shared(ep.clone(), s.clone(), n)
+            kept(MuxSession::<C>::shared(ep.clone(), s.clone(), n))
         })
         .await;
         if let Some(conn) = slot.take()
@@ -511,7 +521,7 @@ async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
             drive.shards.now().sessions.add_transport(st);
         }
     } else {
-        run_vus(drive, n, MuxSession::<C>::new).await;
+        run_vus(drive, n, move |ep| kept(MuxSession::<C>::new(ep))).await;
     }
 }
 
@@ -750,15 +760,29 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         let intended = if drive.pool.is_some() { intended } else { sent };
         shards.at(sent).started(item.op, phase);
         track(item.op, phase, intended, tenant);
-        let r = {
+        let mut r = {
             let call = std::pin::pin!(session.call(&ctx.specs[item_index], |out, id| {
                 template.write(item, out, id, &mut rng)
             }));
             watchdog.bounded(sent + ctx.timeout, call).await
         };
         untrack();
+        // An answer that breaks the entry's `expect` rules is an assertion outcome.
+        let mut broke = None;
+        if let (Some(check), Ended::Reply(reply)) = (&ctx.checks[item_index], &mut r)
+            && matches!(reply.outcome, Outcome::Ok | Outcome::ToolError)
+            && let Err(why) = check.check(session.last_message(), tenant)
+        {
+            reply.outcome = Outcome::Assertion;
+            broke = Some(why);
+        }
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
         let (outcome, connected) = finish(shards, item.op, tenant, phase, intended, sent, r);
+        if let Some(why) = broke {
+            shards
+                .now()
+                .note_failure(item.op, outcome, || Some(redact(&why, &ctx.secrets)));
+        }
         if matches!(outcome, Outcome::ToolError | Outcome::RpcError(_)) {
             shards.now().note_failure(item.op, outcome, || {
                 preflight::failure_text(session.last_message()).map(|m| redact(&m, &ctx.secrets))

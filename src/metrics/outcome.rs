@@ -16,6 +16,9 @@ pub enum Outcome {
     /// for input (elicitation, sampling, roots) before it completes the call. A load generator
     /// does not fulfil it; it is counted, not passed off as `Ok`.
     InputRequired,
+    /// An answer that broke one of the scenario's `expect` rules (a tenant's tool set, a
+    /// result field, the tool's output schema): the server answered, wrongly.
+    Assertion,
     /// An HTTP status other than the expected one, by status.
     Http(u16),
     /// No complete answer within the request timeout.
@@ -37,6 +40,7 @@ pub enum Class {
     ToolError,
     RpcError,
     InputRequired,
+    Assertion,
     Http,
     Timeout,
     Connect,
@@ -46,12 +50,13 @@ pub enum Class {
 }
 
 impl Class {
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     pub const ALL: [Class; Class::COUNT] = [
         Class::Ok,
         Class::ToolError,
         Class::RpcError,
         Class::InputRequired,
+        Class::Assertion,
         Class::Http,
         Class::Timeout,
         Class::Connect,
@@ -66,6 +71,7 @@ impl Class {
             Class::ToolError => "tool_error",
             Class::RpcError => "rpc_error",
             Class::InputRequired => "input_required",
+            Class::Assertion => "assertion",
             Class::Http => "http",
             Class::Timeout => "timeout",
             Class::Connect => "connect",
@@ -79,7 +85,11 @@ impl Class {
     pub fn is_completed(self) -> bool {
         matches!(
             self,
-            Class::Ok | Class::ToolError | Class::RpcError | Class::InputRequired
+            Class::Ok
+                | Class::ToolError
+                | Class::RpcError
+                | Class::InputRequired
+                | Class::Assertion
         )
     }
 }
@@ -91,6 +101,7 @@ impl Outcome {
             Outcome::ToolError => Class::ToolError,
             Outcome::RpcError(_) => Class::RpcError,
             Outcome::InputRequired => Class::InputRequired,
+            Outcome::Assertion => Class::Assertion,
             Outcome::Http(_) => Class::Http,
             Outcome::Timeout => Class::Timeout,
             Outcome::Connect => Class::Connect,
@@ -251,6 +262,7 @@ impl OutcomeCounts {
         for &(code, n) in &self.rpc_codes {
             push(Outcome::RpcError(code), n);
         }
+        push(Outcome::Assertion, self.get(Class::Assertion));
         for &(status, n) in &self.http_statuses {
             push(Outcome::Http(status), n);
         }

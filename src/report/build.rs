@@ -62,6 +62,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         + totals.warmup.iter().map(|w| w.0).sum::<u64>();
     let mut notes = notes(plan, &operations, &work_totals, &opening, &totals.sessions);
     notes.extend(gateway_refusals(&operations, totals.retry_after.as_ref()));
+    notes.extend(assertions(ops, &operations, totals));
     notes.extend(facts.notes);
     let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
@@ -117,6 +118,27 @@ fn tenant_rows(plan: &Plan, totals: &Recorder, seconds: f64) -> Vec<Operation> {
         .enumerate()
         .map(|(i, name)| {
             Operation::from_shard(name, totals.tenants.get(i).unwrap_or(&none), seconds)
+        })
+        .collect()
+}
+
+/// Answers that broke the scenario's `expect` rules, per operation, with the first example.
+fn assertions(names: &[String], ops: &[Operation], totals: &Recorder) -> Vec<String> {
+    ops.iter()
+        .enumerate()
+        .filter(|(_, o)| o.outcomes.assertion > 0)
+        .map(|(i, o)| {
+            let example = totals
+                .failures
+                .iter()
+                .find(|f| f.op == i && f.outcome == crate::metrics::outcome::Outcome::Assertion)
+                .and_then(|f| f.message.as_deref())
+                .map_or_else(String::new, |m| format!(", e.g. {m}"));
+            format!(
+                "{} answers of {} broke its expect rules (assertion){example}",
+                o.outcomes.assertion,
+                names.get(i).map_or("?", String::as_str)
+            )
         })
         .collect()
 }

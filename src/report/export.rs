@@ -83,6 +83,7 @@ pub fn prometheus_of(s: &Figures) -> String {
         add("tool_error", oc.tool_error);
         add("rpc_error", oc.rpc_error.values().sum());
         add("input_required", oc.input_required);
+        add("assertion", oc.assertion);
         add("http", oc.http.values().sum());
         add("timeout", oc.timeout);
         add("connect", oc.connect);

@@ -50,6 +50,7 @@ fn add_outcomes(a: &mut Outcomes, b: &Outcomes) {
     a.tool_error += b.tool_error;
     add_map(&mut a.rpc_error, &b.rpc_error);
     a.input_required += b.input_required;
+    a.assertion += b.assertion;
     add_map(&mut a.http, &b.http);
     a.timeout += b.timeout;
     a.connect += b.connect;

@@ -190,6 +190,9 @@ pub struct Outcomes {
     pub rpc_error: BTreeMap<String, u64>,
     /// 2026-07-28 results asking the client for input (MRTR), not fulfilled.
     pub input_required: u64,
+    /// Answers that broke an `expect` rule of the scenario.
+    #[serde(default)]
+    pub assertion: u64,
     /// HTTP status → count.
     pub http: BTreeMap<String, u64>,
     pub timeout: u64,
@@ -211,6 +214,7 @@ impl From<&OutcomeCounts> for Outcomes {
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
             input_required: c.get(Class::InputRequired),
+            assertion: c.get(Class::Assertion),
             http: c
                 .http_statuses
                 .iter()

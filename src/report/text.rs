@@ -76,6 +76,7 @@ pub fn outcomes_line(o: &Outcomes) -> String {
         push(format!("rpc_error({code})"), *n);
     }
     push("input_required".into(), o.input_required);
+    push("assertion".into(), o.assertion);
     for (status, n) in &o.http {
         let label = status.parse().map_or_else(
             |_| format!("http({status})"),

@@ -379,6 +379,28 @@ pub struct WorkItem {
     pub place: Place,
     /// Where its `arguments` are written, if they are.
     pub arguments_place: Option<Place>,
+    /// `expect`: what every answer must hold; one that does not is an `assertion` outcome.
+    pub expect: Option<Expect>,
+}
+
+/// Rules an answer must hold (`[workload.expect]`). Pointers (RFC 6901) are into the
+/// JSON-RPC `result`; tool names are as the workload writes them (a target's `tool_prefix` is
+/// added).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expect {
+    /// `tools/call`: the result's `isError`.
+    pub is_error: Option<bool>,
+    /// Pointers that must be present.
+    pub present: Vec<String>,
+    /// Pointer → the value it must hold.
+    pub equals: Vec<(String, serde_json::Value)>,
+    /// `tools/call`: `structuredContent` valid against the tool's declared `outputSchema`.
+    pub output_schema: bool,
+    /// `tools/list`: the tools every user is shown (a page shows none outside it; the last
+    /// page completes it).
+    pub tools: Option<Vec<String>>,
+    /// `tools/list`: the same per tenant (of `target.credentials`).
+    pub tenant_tools: Vec<(String, Vec<String>)>,
 }
 
 impl Plan {

@@ -141,6 +141,19 @@ pub struct RawWorkload {
     pub progress: Option<Spanned<bool>>,
     pub rows: Option<Spanned<String>>,
     pub arguments: Option<Spanned<toml::Table>>,
+    pub expect: Option<Spanned<RawExpect>>,
+}
+
+/// `expect` of a workload entry: what every answer must hold.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExpect {
+    pub is_error: Option<Spanned<bool>>,
+    pub present: Option<Spanned<Vec<String>>>,
+    pub equals: Option<Spanned<toml::Table>>,
+    pub output_schema: Option<Spanned<bool>>,
+    pub tools: Option<Spanned<Vec<String>>>,
+    pub tenant_tools: Option<Spanned<BTreeMap<String, Vec<String>>>>,
 }
 
 /// Every key the format knows, per table, for "did you mean" hints.
@@ -152,6 +165,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
     ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),
     ("load.stages", &["duration", "rate", "concurrency"]),
-    ("workload", &["method", "tool", "weight", "progress", "rows", "arguments"]),
+    ("workload", &["method", "tool", "weight", "progress", "rows", "arguments", "expect"]),
+    ("workload.expect", &["is_error", "present", "equals", "output_schema", "tools", "tenant_tools"]),
     ("find_max", &["start", "step", "factor", "max", "step_duration", "p99", "error_rate"]),
 ];

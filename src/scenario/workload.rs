@@ -11,8 +11,8 @@ use toml::Spanned;
 
 use super::args::{ArgTemplate, Rows};
 use super::check::{key_hint, within};
-use super::plan::{Method, WorkItem};
-use super::raw::RawWorkload;
+use super::plan::{Expect, Method, WorkItem};
+use super::raw::{RawExpect, RawWorkload};
 use super::{ScenarioError, Source};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -44,6 +44,11 @@ pub(super) fn work_item(
         ops.push(op_name);
         ops.len() - 1
     });
+    let expect = raw
+        .expect
+        .as_ref()
+        .map(|e| expect(src, e, &method))
+        .transpose()?;
     Ok(WorkItem {
         method,
         weight,
@@ -52,6 +57,87 @@ pub(super) fn work_item(
         progress: raw.progress.as_ref().is_some_and(|p| *p.get_ref()),
         place,
         arguments_place: raw.arguments.as_ref().map(|a| src.place(a.span())),
+        expect,
+    })
+}
+
+/// `expect`: each rule checked against the method it applies to.
+fn expect(
+    src: &Source<'_>,
+    e: &Spanned<RawExpect>,
+    method: &Method,
+) -> Result<Expect, ScenarioError> {
+    let raw = e.get_ref();
+    let call = matches!(method, Method::ToolsCall { .. });
+    let only = |span: std::ops::Range<usize>, key: &str, for_call: bool| {
+        if for_call == call {
+            return Ok(());
+        }
+        let (what, other) = if for_call {
+            ("a tools/call result", "tools/list")
+        } else {
+            ("a tools/list result", "tools/call")
+        };
+        Err(src.error(
+            span,
+            format!("expect.{key} applies to {what}, and this entry is {other}"),
+            Some("remove it, or move it to an entry of the other method".into()),
+        ))
+    };
+    if let Some(v) = &raw.is_error {
+        only(v.span(), "is_error", true)?;
+    }
+    if let Some(v) = &raw.output_schema {
+        only(v.span(), "output_schema", true)?;
+    }
+    if let Some(v) = &raw.tools {
+        only(v.span(), "tools", false)?;
+    }
+    if let Some(v) = &raw.tenant_tools {
+        only(v.span(), "tenant_tools", false)?;
+    }
+    let pointer = |span: std::ops::Range<usize>, p: &str| {
+        if p.is_empty() || p.starts_with('/') {
+            Ok(p.to_string())
+        } else {
+            Err(src.error(
+                span,
+                format!("`{p}` is not a JSON pointer"),
+                Some("pointers start with / and point into the result, e.g. \"/structuredContent/id\" or \"/content/0/text\"".into()),
+            ))
+        }
+    };
+    let present = match &raw.present {
+        None => Vec::new(),
+        Some(v) => v
+            .get_ref()
+            .iter()
+            .map(|p| pointer(v.span(), p))
+            .collect::<Result<_, _>>()?,
+    };
+    let equals = match &raw.equals {
+        None => Vec::new(),
+        Some(t) => t
+            .get_ref()
+            .iter()
+            .map(|(p, value)| {
+                let json = serde_json::to_value(value)
+                    .map_err(|e| src.error(t.span(), format!("expect.equals `{p}`: {e}"), None))?;
+                Ok((pointer(t.span(), p)?, json))
+            })
+            .collect::<Result<_, ScenarioError>>()?,
+    };
+    Ok(Expect {
+        is_error: raw.is_error.as_ref().map(|v| *v.get_ref()),
+        present,
+        equals,
+        output_schema: raw.output_schema.as_ref().is_some_and(|v| *v.get_ref()),
+        tools: raw.tools.as_ref().map(|v| v.get_ref().clone()),
+        tenant_tools: raw
+            .tenant_tools
+            .as_ref()
+            .map(|v| v.get_ref().clone().into_iter().collect())
+            .unwrap_or_default(),
     })
 }
 
