@@ -344,11 +344,12 @@ fn rate_limits_admit_the_configured_rate() {
 
 /// The reference gateway with 20 ms injected before every call (a precise wait), compared with
 /// the same gateway without it and with its upstream called directly, at one user. The added
-/// p50 of the delayed gateway over the plain one is the injected 20 ms, within −0.2/+3 ms:
+/// p50 of the delayed gateway over the plain one is the injected 20 ms, within −0.2/+5 ms:
 /// both pay the same hop, but a pause lets this VM's idle vCPUs halt, and waking them costs
 /// each later hop (measured: +0.5 ms on a built-in tool, +1 ms through the gateway's four
-/// hops), and the other tests running beside this one delay the end of the wait. The plain
-/// gateway's own hop over direct is reported too.
+/// hops), and the other tests running beside this one on two cores delay the end of the wait
+/// (+3.4 ms seen with a valgrind run beside the suite). The plain gateway's own hop over
+/// direct is reported too.
 #[test]
 fn ab_finds_the_delay_injected_in_the_reference_gateway() {
     let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
@@ -378,7 +379,7 @@ fn ab_finds_the_delay_injected_in_the_reference_gateway() {
     };
     let injected = added("delayed");
     assert!(
-        (19.8..=23.0).contains(&injected.mean) && injected.n >= 5,
+        (19.8..=25.0).contains(&injected.mean) && injected.n >= 5,
         "delayed over plain: {injected:?}"
     );
     let hop = added("direct");
@@ -386,4 +387,130 @@ fn ab_finds_the_delay_injected_in_the_reference_gateway() {
         hop.mean < 0.0,
         "direct is faster than through the gateway: {hop:?}"
     );
+}
+
+const CLIENT_SECRET: &str = "cl1ent-s3cret-77";
+
+/// A token endpoint: checks the client credentials grant, then issues `t-0`, `t-1`, … (valid
+/// for one second), except that its third token (the second user's first) is one the server
+/// does not know.
+fn token_server(
+    issued: Arc<std::sync::atomic::AtomicUsize>,
+) -> crate::support::raw_http::ThreadServer {
+    use tokio::io::AsyncWriteExt;
+    crate::support::raw_http::start(1, move |mut s: tokio::net::TcpStream| {
+        let issued = issued.clone();
+        async move {
+            let mut buf = Vec::new();
+            while let Some((head, body)) =
+                crate::support::raw_http::read_request(&mut s, &mut buf).await
+            {
+                let form = String::from_utf8_lossy(&body).into_owned();
+                let good = head.starts_with("post /token ")
+                    && form.contains("grant_type=client_credentials")
+                    && form.contains("client_id=bench")
+                    && form.contains(&format!("client_secret={CLIENT_SECRET}"));
+                let reply = if good {
+                    let n = issued.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let token = if n == 2 {
+                        "unknown-token".to_string()
+                    } else {
+                        format!("t-{}", n % 10)
+                    };
+                    let json = format!(
+                        r#"{{"access_token":"{token}","token_type":"Bearer","expires_in":1}}"#
+                    );
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                        json.len()
+                    )
+                } else {
+                    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n".to_string()
+                };
+                if s.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+}
+
+/// OAuth client credentials against a server whose policy knows the endpoint's tokens: each
+/// user gets its own token (timed as `oauth/token`), refreshes it before its one-second expiry,
+/// and after the 401 its first (unknown) token earns; the calls succeed, results count for the
+/// client's tenant, and neither the secret nor any token reaches an output file.
+#[test]
+fn oauth_client_credentials_tokens_per_user() {
+    let issued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tokens = token_server(issued.clone());
+    let known: Vec<String> = (0..10).map(|i| format!("\"t-{i}\"")).collect();
+    let server = launch(Config {
+        policy: Some(Arc::new(
+            Policy::parse(&format!(
+                "[[tenant]]\nname = \"acme\"\ntokens = [{}]\n",
+                known.join(", ")
+            ))
+            .unwrap(),
+        )),
+        ..Config::default()
+    });
+    let dir = scratch();
+    let text = format!(
+        "name = \"oauth\"\n[target]\nurl = \"http://{}/mcp\"\n[target.oauth]\ntoken_url = \"http://{}/token\"\nclient_id = \"bench\"\nclient_secret = \"${{SECRET}}\"\ntenant = \"acme\"\n[load]\nconcurrency = 2\nduration = \"3s\"\nwarmup = \"0s\"\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n",
+        server.mcp_addr, tokens.addr
+    );
+    let file = dir.path().join("oauth.toml").display().to_string();
+    let plan = mcpbench::scenario::parse(&file, &text, &|v| {
+        (v == "SECRET").then(|| CLIENT_SECRET.to_string())
+    })
+    .unwrap();
+    let opts = mcpbench::driver::RunOptions {
+        output: Some(dir.path().join("run")),
+        ..Default::default()
+    };
+    let out = mcpbench::driver::run(
+        Arc::new(plan),
+        &opts,
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .expect("the run finishes");
+    let s = &out.summary;
+    let token = op(s, "oauth/token");
+    let echo = op(s, "tools/call:echo");
+    // Two users, tokens good for 1 s, refreshed at half-life over 3 s: about 12 fetches.
+    assert!(
+        (8..=30).contains(&token.outcomes.ok),
+        "{:?}",
+        token.outcomes
+    );
+    let opening = op(s, "initialize");
+    let unauthorized = [echo, opening]
+        .iter()
+        .map(|o| o.outcomes.http.get("401").copied().unwrap_or(0))
+        .sum::<u64>();
+    assert!(
+        (1..=2).contains(&unauthorized),
+        "only the unknown token is refused, once: {:?} {:?}",
+        opening.outcomes,
+        echo.outcomes
+    );
+    assert!(echo.outcomes.ok > 100);
+    assert_eq!(
+        s.totals.started, echo.started,
+        "token requests are not workload"
+    );
+    assert_eq!(tenant(s, "acme").outcomes.ok, echo.outcomes.ok);
+    for entry in walk(&dir.path().join("run")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        assert!(
+            !text.contains(CLIENT_SECRET),
+            "the secret in {}",
+            entry.display()
+        );
+        assert!(
+            !text.contains("\"t-1\"") && !text.contains("Bearer t-"),
+            "a token in {}",
+            entry.display()
+        );
+    }
 }

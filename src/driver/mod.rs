@@ -5,6 +5,7 @@
 pub mod ab;
 pub mod expect;
 pub mod findmax;
+pub mod oauth;
 pub mod preflight;
 pub mod resolve;
 pub mod runner;
@@ -131,6 +132,19 @@ pub fn check(
             probe.add_header(name, value);
         }
     }
+    // With OAuth, it speaks with a token of its own.
+    if let Some(te) = &resolved.oauth {
+        let token = tokio::task::LocalSet::new()
+            .block_on(rt, te.fetch())
+            .map_err(|o| RunError::Preflight {
+                url: resolved.url.clone(),
+                source: preflight::PreflightError::Open(format!(
+                    "no OAuth token from the token endpoint: {}",
+                    preflight::describe(o)
+                )),
+            })?;
+        probe.add_header("Authorization", &format!("Bearer {}", token.access_token));
+    }
     let preflight =
         preflight::connect(rt, plan.connection().protocol, &mut probe).map_err(|source| {
             RunError::Preflight {
@@ -255,6 +269,7 @@ pub fn run(
     let ctx = Arc::new(context(
         &plan,
         Arc::new(resolved.endpoint.clone()),
+        resolved.oauth.clone(),
         &pre,
         opts,
         workers,
@@ -360,6 +375,7 @@ fn tenants_of(plan: &Plan) -> Vec<String> {
 fn context(
     plan: &Arc<Plan>,
     endpoint: Arc<Endpoint>,
+    oauth: Option<oauth::TokenEndpoint>,
     pre: &Preflight,
     opts: &RunOptions,
     workers: usize,
@@ -374,6 +390,15 @@ fn context(
     };
     let tenants = tenants_of(plan);
     let mut secrets = endpoint.headers.clone();
+    if let crate::scenario::Target::Remote(r) = &plan.target
+        && let Some(o) = &r.oauth
+    {
+        secrets.push(("client_secret".into(), o.client_secret.clone()));
+    }
+    let oauth_tenant = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.oauth.as_ref().and_then(|o| o.tenant.clone()),
+        crate::scenario::Target::Embedded(_) => None,
+    };
     let endpoints = credentials
         .iter()
         .map(|c| {
@@ -386,7 +411,21 @@ fn context(
             (Arc::new(ep), tenant)
         })
         .collect();
+    // OAuth users share the endpoint (each sends its own token) and count for its tenant.
+    let endpoints: Vec<(Arc<Endpoint>, usize)> = if oauth_tenant.is_some() {
+        vec![(endpoint.clone(), 0)]
+    } else {
+        endpoints
+    };
     runner::Ctx {
+        oauth: oauth.map(|t| {
+            let op = plan
+                .ops
+                .iter()
+                .position(|o| o == crate::scenario::plan::OP_OAUTH)
+                .unwrap_or(1);
+            (t, op)
+        }),
         checks: items
             .iter()
             .map(|w| {

@@ -30,6 +30,8 @@ pub struct Resolved {
     pub headers: Vec<String>,
     /// The embedded servers, kept running as long as this lives.
     pub embedded: Option<EmbeddedServers>,
+    /// `[target.oauth]`: where each user gets its token.
+    pub oauth: Option<super::oauth::TokenEndpoint>,
 }
 
 /// The endpoint for a plan: embedded servers started, names resolved, TLS configured.
@@ -67,7 +69,15 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
             for (name, value) in &r.headers {
                 endpoint.add_header(name, value);
             }
+            let oauth = match &r.oauth {
+                None => None,
+                Some(o) => {
+                    let (net, host) = net_target(&o.token_url, &r.trust, false, endpoint.timeout)?;
+                    Some(super::oauth::TokenEndpoint::new(o, net, host))
+                }
+            };
             Ok(Resolved {
+                oauth,
                 url: r.describe(),
                 endpoint,
                 kind: "remote",
@@ -129,6 +139,7 @@ fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
         format!("{scheme}://{}{path}", servers.mcp_addr)
     };
     Ok(Resolved {
+        oauth: None,
         url,
         endpoint: ep,
         kind: "embedded",

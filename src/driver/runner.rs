@@ -59,6 +59,8 @@ pub struct Ctx {
     pub specs: Vec<CallSpec>,
     /// Per workload entry: its `expect` rules, if it has any.
     pub checks: Vec<Option<super::expect::Check>>,
+    /// `[target.oauth]`: the token endpoint, and the operation that times it.
+    pub oauth: Option<(super::oauth::TokenEndpoint, usize)>,
     pub mix: Mix,
     pub start: Instant,
     pub warmup_end: Instant,
@@ -674,6 +676,8 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
     let mut rng =
         SmallRng::seed_from_u64(ctx.seed ^ (global as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut backoff = Backoff(0);
+    // OAuth: when this user needs a (new) token; `None` until it has one.
+    let mut token_due: Option<Instant> = None;
     let think = ctx.plan.load.think;
     let per_request = ctx.plan.load.sessions == Sessions::PerRequest;
     let mut watchdog = Watchdog::new();
@@ -709,6 +713,45 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             break;
         }
         let phase = ctx.phase(intended);
+        // OAuth: this user's token, fetched (and timed) when it has none or it is due.
+        if let Some((endpoint, op)) = &ctx.oauth
+            && token_due.is_none_or(|at| Instant::now() >= at)
+        {
+            let t0 = Instant::now();
+            shards.at(t0).started(*op, phase);
+            let got = match tokio::time::timeout(ctx.timeout, endpoint.fetch()).await {
+                Ok(r) => r,
+                Err(_) => Err(Outcome::Timeout),
+            };
+            let done = Instant::now();
+            let outcome = got.as_ref().err().copied().unwrap_or(Outcome::Ok);
+            shards
+                .at(done)
+                .record(*op, phase, outcome, done.saturating_duration_since(t0));
+            match got {
+                Ok(token) => {
+                    session.set_bearer(Some(&token.access_token));
+                    token_due = Some(token.refresh_at);
+                }
+                Err(failed) => {
+                    if drive.pool.is_none() {
+                        pause(&ctx, backoff.delay()).await;
+                        continue;
+                    }
+                    // Open loop: this arrival fails at once, for want of a token.
+                    let op = ctx.plan.workload[ctx.mix.pick(&mut rng)].op;
+                    let mut rb = shards.at(done);
+                    rb.started(op, phase);
+                    let latency = done.saturating_duration_since(intended);
+                    rb.record(op, phase, failed, latency);
+                    if let Some(t) = tenant {
+                        rb.record_tenant(t, phase, failed, latency);
+                    }
+                    continue;
+                }
+            }
+            now = Instant::now();
+        }
         if !session.is_open() {
             if !session.claim_open() {
                 // Another virtual user is opening the shared session.
@@ -723,6 +766,9 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 };
                 untrack();
                 let (outcome, connected) = finish(shards, OP_INITIALIZE, None, phase, t0, t0, r);
+                if outcome == Outcome::Http(401) {
+                    token_due = None;
+                }
                 {
                     let mut rb = shards.now();
                     rb.sessions.connections += u64::from(connected);
@@ -789,6 +835,10 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             });
         }
         shards.now().sessions.connections += u64::from(connected);
+        if outcome == Outcome::Http(401) {
+            // The token was refused (revoked, expired early): the next request gets a new one.
+            token_due = None;
+        }
         if expired {
             shards.now().sessions.expired += 1;
             session.reset();

@@ -56,7 +56,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
     // The workload's totals leave the session opening out: it has its own row and line.
     let workload = summary::workload(&operations);
     let mut work_totals = summary::totals(&workload, totals.dropped, seconds);
-    work_totals.latency = workload_latency(totals);
+    work_totals.latency = workload_latency(totals, ops);
     let opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, seconds);
     let all_started: u64 = totals.ops.iter().map(|o| o.started).sum::<u64>()
         + totals.warmup.iter().map(|w| w.0).sum::<u64>();
@@ -229,10 +229,13 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
 }
 
 /// Latency of ok responses over the workload's operations (the session opening left out).
-fn workload_latency(totals: &Recorder) -> Option<Latency> {
+fn workload_latency(totals: &Recorder, ops: &[String]) -> Option<Latency> {
     let mut all = crate::metrics::recorder::new_histogram();
-    for (i, s) in totals.ops.iter().enumerate() {
-        if let (false, Some(h)) = (i == OP_INITIALIZE, s.hist(Class::Ok)) {
+    for ((i, s), name) in totals.ops.iter().enumerate().zip(ops) {
+        if let (true, Some(h)) = (
+            crate::scenario::plan::is_workload_op(i, name),
+            s.hist(Class::Ok),
+        ) {
             let _ = all.add(h);
         }
     }

@@ -378,7 +378,7 @@ pub fn workload(operations: &[Operation]) -> Vec<&Operation> {
     operations
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i != crate::scenario::plan::OP_INITIALIZE)
+        .filter(|(i, o)| crate::scenario::plan::is_workload_op(*i, &o.name))
         .map(|(_, o)| o)
         .collect()
 }

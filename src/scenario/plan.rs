@@ -198,6 +198,35 @@ pub struct Remote {
     /// gateway that namespaces its upstreams' tools, `upstream__tool`); results keep the names
     /// as the workload writes them, so targets with and without a prefix compare.
     pub tool_prefix: Option<String>,
+    /// `[target.oauth]`: each virtual user gets its own bearer token from a token endpoint.
+    pub oauth: Option<OAuth>,
+}
+
+/// OAuth 2.1 client credentials (`[target.oauth]`): each virtual user obtains a token
+/// (`grant_type=client_credentials`, credentials in the form body), caches it, refreshes it
+/// `refresh_before` its expiry and after a 401; obtaining one is measured as the `oauth/token`
+/// operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuth {
+    pub token_url: Url,
+    pub client_id: String,
+    /// A secret: on the wire only.
+    pub client_secret: String,
+    pub scope: Option<String>,
+    /// RFC 8707 `resource` (the MCP server's URL, for servers that check the audience).
+    pub resource: Option<String>,
+    /// The tenant its users count for.
+    pub tenant: Option<String>,
+    pub refresh_before: Duration,
+}
+
+/// The operation that times obtaining an OAuth token.
+pub const OP_OAUTH: &str = "oauth/token";
+
+/// Whether operation `i` named `name` is one the workload sends (not the session opening,
+/// not a token request).
+pub fn is_workload_op(i: usize, name: &str) -> bool {
+    i != OP_INITIALIZE && name != OP_OAUTH
 }
 
 /// One client's credentials: headers (values are secrets) and the tenant they belong to.
@@ -208,9 +237,15 @@ pub struct Credential {
 }
 
 impl Remote {
-    /// The tenants of the credentials, each once, in order of first appearance.
+    /// The tenants of the credentials (or of the OAuth client), each once, in order of first
+    /// appearance.
     pub fn tenants(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+        let mut out: Vec<String> = self
+            .oauth
+            .as_ref()
+            .and_then(|o| o.tenant.clone())
+            .into_iter()
+            .collect();
         for c in &self.credentials {
             if !out.contains(&c.tenant) {
                 out.push(c.tenant.clone());
@@ -464,7 +499,7 @@ pub(crate) fn build(
     })?;
     let load = load::load(src, load_raw)?;
     if let Target::Remote(r) = &target
-        && !r.credentials.is_empty()
+        && (!r.credentials.is_empty() || r.oauth.is_some())
         && load.sessions == Sessions::Shared
     {
         return Err(src.error_at_key(
@@ -483,6 +518,9 @@ pub(crate) fn build(
         ));
     }
     let mut ops = vec!["initialize".to_string()];
+    if matches!(&target, Target::Remote(r) if r.oauth.is_some()) {
+        ops.push(OP_OAUTH.to_string());
+    }
     let mut workload = Vec::with_capacity(raw.workload.len());
     for w in &raw.workload {
         workload.push(workload::work_item(src, w, &mut ops, env)?);

@@ -72,6 +72,20 @@ pub struct RawTarget {
     pub credentials_file: Option<Spanned<String>>,
     /// Prepended to every tool name the workload calls (a gateway that namespaces tools).
     pub tool_prefix: Option<Spanned<String>>,
+    /// OAuth 2.1 client credentials: a bearer token per virtual user from a token endpoint.
+    pub oauth: Option<Spanned<RawOAuth>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOAuth {
+    pub token_url: Option<Spanned<String>>,
+    pub client_id: Option<Spanned<String>>,
+    pub client_secret: Option<Spanned<String>>,
+    pub scope: Option<Spanned<String>>,
+    pub resource: Option<Spanned<String>>,
+    pub tenant: Option<Spanned<String>>,
+    pub refresh_before: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,7 +174,8 @@ pub struct RawExpect {
 #[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("", &["name", "description", "target", "embedded", "load", "workload", "find_max"]),
-    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix"]),
+    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth"]),
+    ("target.oauth", &["token_url", "client_id", "client_secret", "scope", "resource", "tenant", "refresh_before"]),
     ("target.tls", &["ca", "insecure"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
     ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),

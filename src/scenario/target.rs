@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::args::expand_env;
-use super::check::{key_hint, one_of, opt_within};
-use super::plan::{Connection, Credential, Embedded, ProtocolChoice, Remote, Scheme, Url};
-use super::raw::{RawEmbedded, RawTarget, RawTls};
+use super::check::{duration, key_hint, one_of, opt_within};
+use super::plan::{Connection, Credential, Embedded, OAuth, ProtocolChoice, Remote, Scheme, Url};
+use super::raw::{RawEmbedded, RawOAuth, RawTarget, RawTls};
 use super::{ScenarioError, Source};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::{Revision, UnknownRevision};
@@ -115,6 +115,25 @@ pub(super) fn target(
             )
         })?),
     };
+    let oauth = raw.oauth.as_ref().map(|o| oauth(src, o, env)).transpose()?;
+    if let Some(o) = &raw.oauth {
+        if transport != TransportKind::StreamableHttp {
+            return Err(src.error_at_key(
+                o.span(),
+                "target.oauth",
+                "OAuth tokens are sent per HTTP request: only Streamable HTTP targets take them",
+                Some("remove [target.oauth], or measure through a Streamable HTTP endpoint".into()),
+            ));
+        }
+        if !credentials.is_empty() {
+            return Err(src.error_at_key(
+                o.span(),
+                "target.oauth",
+                "[target.oauth] and target.credentials both say who the users are: keep one",
+                None,
+            ));
+        }
+    }
     let tool_prefix = match &raw.tool_prefix {
         None => None,
         Some(p) if p.get_ref().is_empty() || p.get_ref().contains(char::is_whitespace) => {
@@ -130,6 +149,7 @@ pub(super) fn target(
         Some(p) => Some(p.get_ref().clone()),
     };
     Ok(Remote {
+        oauth,
         tool_prefix,
         conn: Connection {
             transport,
@@ -317,6 +337,64 @@ fn headers(
         out.push((name.clone(), v));
     }
     Ok(out)
+}
+
+/// `[target.oauth]`: the token endpoint and the client's credentials (from the environment).
+fn oauth(src: &Source<'_>, o: &Spanned<RawOAuth>, env: Env<'_>) -> Result<OAuth, ScenarioError> {
+    let raw = o.get_ref();
+    let required = |v: &Option<Spanned<String>>, key: &str, example: &str| {
+        let v = v.as_ref().ok_or_else(|| {
+            src.error_at_key(
+                o.span(),
+                &format!("target.oauth.{key}"),
+                format!("[target.oauth] needs {key}"),
+                Some(format!("{key} = {example}")),
+            )
+        })?;
+        let text = expand_env(v.get_ref(), env).map_err(|e| {
+            src.error(
+                v.span(),
+                e.message,
+                Some(
+                    "export the variable before running, e.g. OAUTH_CLIENT_SECRET=… mcpbench run …"
+                        .into(),
+                ),
+            )
+        })?;
+        Ok::<_, ScenarioError>((text, v.span()))
+    };
+    let (url, span) = required(
+        &raw.token_url,
+        "token_url",
+        "\"https://auth.example.com/oauth/token\"",
+    )?;
+    let token_url = parse_url(&url).map_err(|m| src.error(span.clone(), m, None))?;
+    if !matches!(token_url.scheme, Scheme::Http | Scheme::Https) {
+        return Err(src.error(span, "token_url must be an http:// or https:// URL", None));
+    }
+    let (client_id, _) = required(&raw.client_id, "client_id", "\"${OAUTH_CLIENT_ID}\"")?;
+    let (client_secret, _) = required(
+        &raw.client_secret,
+        "client_secret",
+        "\"${OAUTH_CLIENT_SECRET}\"",
+    )?;
+    let optional = |v: &Option<Spanned<String>>| -> Result<Option<String>, ScenarioError> {
+        v.as_ref()
+            .map(|v| expand_env(v.get_ref(), env).map_err(|e| src.error(v.span(), e.message, None)))
+            .transpose()
+    };
+    Ok(OAuth {
+        token_url,
+        client_id,
+        client_secret,
+        scope: optional(&raw.scope)?,
+        resource: optional(&raw.resource)?,
+        tenant: raw.tenant.as_ref().map(|t| t.get_ref().clone()),
+        refresh_before: match &raw.refresh_before {
+            Some(d) => duration(src, d, "target.oauth.refresh_before")?,
+            None => std::time::Duration::from_secs(10),
+        },
+    })
 }
 
 /// `credentials` (inline tables) or `credentials_file` (JSON Lines, relative to the scenario):

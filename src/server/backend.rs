@@ -106,27 +106,3 @@ impl Backend {
             .map_err(|_| BackendError::Timeout)?
     }
 }
-
-/// Percent-encodes a query parameter value.
-pub(crate) fn encode_query(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn encodes_query_values() {
-        assert_eq!(
-            super::encode_query("Leanne Graham&x=1"),
-            "Leanne%20Graham%26x%3D1"
-        );
-    }
-}

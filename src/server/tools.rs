@@ -9,12 +9,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::backend::{Backend, encode_query};
+use super::backend::Backend;
 use super::context::Sink;
 use super::policy::Policy;
 use super::proxy::ProxiedTool;
 use super::wire::{MODERN_RESULT_TAIL, result_json};
 use crate::protocol::jsonrpc::write_json_str;
+use crate::protocol::percent_encode as encode_query;
 use crate::protocol::schema::{self, Validator};
 use crate::protocol::version::Revision;
 

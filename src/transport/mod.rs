@@ -273,6 +273,9 @@ pub trait Session {
     fn reset(&mut self);
     /// The bytes of the last response message, when the session keeps them.
     fn last_message(&self) -> &[u8];
+    /// Sends `Authorization: Bearer <token>` on every request from now on (a token of this
+    /// user's own, e.g. from OAuth); `None` stops. Only Streamable HTTP sessions carry one.
+    fn set_bearer(&mut self, _token: Option<&str>) {}
     /// Traffic the session's connections could not attribute (responses to no request in
     /// flight, late responses) and server requests answered, since the last take.
     fn take_stats(&mut self) -> TransportCounts {

@@ -67,6 +67,8 @@ pub struct HttpSession {
     seen: u64,
     /// When the last exchange on `conn` ended.
     idle_since: Option<Instant>,
+    /// A bearer token of this user's own (OAuth), sent as `Authorization` on every request.
+    bearer: Option<String>,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -158,6 +160,7 @@ impl HttpSession {
             shared: None,
             seen: 0,
             idle_since: None,
+            bearer: None,
         };
         s.render_head();
         s
@@ -242,6 +245,11 @@ impl HttpSession {
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(fixed);
         out.extend_from_slice(&self.ep.extra_headers);
+        if let Some(t) = &self.bearer {
+            out.extend_from_slice(b"Authorization: Bearer ");
+            out.extend_from_slice(t.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
         if let Some(sid) = &self.session_id {
             out.extend_from_slice(b"Mcp-Session-Id: ");
             out.extend_from_slice(sid);
@@ -315,8 +323,17 @@ impl HttpSession {
                 conn.discard_body().await.map_err(drop)
             }
             Some(Conn::H2(send)) => {
-                let req =
-                    build_h2(&self.ep, &self.uri, "DELETE", sid, rev, None, &[]).map_err(drop)?;
+                let req = build_h2(
+                    &self.ep,
+                    self.bearer.as_deref(),
+                    &self.uri,
+                    "DELETE",
+                    sid,
+                    rev,
+                    None,
+                    &[],
+                )
+                .map_err(drop)?;
                 let resp = send.send_request(req).await.map_err(drop)?;
                 resp.into_body().collect().await.map(drop).map_err(drop)
             }
@@ -412,6 +429,7 @@ impl HttpSession {
             Some(Conn::H2(send)) => {
                 let req = match build_h2(
                     &self.ep,
+                    self.bearer.as_deref(),
                     &self.uri,
                     "POST",
                     self.session_id.as_deref(),
@@ -609,8 +627,10 @@ impl HttpSession {
 }
 
 /// An HTTP/2 request (a POST of the current body, or the session's DELETE).
+#[allow(clippy::too_many_arguments)]
 fn build_h2(
     ep: &Endpoint,
+    bearer: Option<&str>,
     uri: &hyper::Uri,
     method: &str,
     session: Option<&[u8]>,
@@ -634,6 +654,9 @@ fn build_h2(
         if !n.eq_ignore_ascii_case("host") {
             b = b.header(n.as_str(), v.as_str());
         }
+    }
+    if let Some(t) = bearer {
+        b = b.header("authorization", format!("Bearer {t}"));
     }
     if let Some(s) = session {
         b = b.header("mcp-session-id", s);
@@ -955,5 +978,10 @@ impl Session for HttpSession {
 
     fn last_message(&self) -> &[u8] {
         &self.resp
+    }
+
+    fn set_bearer(&mut self, token: Option<&str>) {
+        self.bearer = token.map(str::to_string);
+        self.render_head();
     }
 }
