@@ -101,6 +101,13 @@ pub enum Command {
         /// The PEM private key of --tls-cert.
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// Mutual TLS: require client certificates signed by a CA in this PEM file (a policy
+        /// maps their subject CN or DNS names to tenants with `certs`).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
+        /// With --tls-client-ca: also accept clients without a certificate (tokens then).
+        #[arg(long, requires = "tls_client_ca")]
+        tls_client_optional: bool,
         /// Also serve the official conformance suite's fixtures: `test_*` tools, prompts,
         /// resources, completions and logging (the benchmark catalog is unchanged).
         #[arg(long)]
@@ -510,6 +517,8 @@ pub fn execute(cli: Cli) -> ExitCode {
             stdio,
             tls_cert,
             tls_key,
+            tls_client_ca,
+            tls_client_optional,
             conformance,
             gateway,
         } => serve(Serve {
@@ -522,6 +531,10 @@ pub fn execute(cli: Cli) -> ExitCode {
             threads,
             stdio,
             tls: tls_cert.zip(tls_key),
+            clients: tls_client_ca.map(|ca| server::tls::ClientAuth {
+                ca,
+                optional: tls_client_optional,
+            }),
             conformance,
             gateway,
         }),
@@ -766,6 +779,8 @@ struct Serve {
     stdio: bool,
     /// Certificate chain and key (PEM).
     tls: Option<(PathBuf, PathBuf)>,
+    /// Client certificates asked for (mutual TLS).
+    clients: Option<server::tls::ClientAuth>,
     conformance: bool,
     gateway: GatewayArgs,
 }
@@ -785,6 +800,16 @@ pub struct GatewayArgs {
     /// Bound on one upstream call.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
     upstream_timeout: Duration,
+    /// Check https/wss upstreams against the CA certificates in this PEM file (default: the
+    /// system's roots).
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Option<PathBuf>,
+    /// Mutual TLS to the upstreams: present this PEM client certificate chain…
+    #[arg(long, value_name = "FILE", requires = "upstream_key")]
+    upstream_cert: Option<PathBuf>,
+    /// …with this PEM private key.
+    #[arg(long, value_name = "FILE", requires = "upstream_cert")]
+    upstream_key: Option<PathBuf>,
     /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
     /// see docs/gateway.md). Requests without a valid token get 401.
     #[arg(long, value_name = "FILE")]
@@ -817,10 +842,21 @@ impl GatewayArgs {
         if self.upstreams.is_empty() {
             return Ok(());
         }
+        let tls = crate::gateway::UpstreamTls {
+            trust: self.upstream_ca.clone().map_or(
+                crate::transport::net::Trust::System,
+                crate::transport::net::Trust::CaFile,
+            ),
+            identity: self
+                .upstream_cert
+                .clone()
+                .zip(self.upstream_key.clone())
+                .map(|(cert, key)| crate::transport::net::IdentityFiles { cert, key }),
+        };
         let specs = self
             .upstreams
             .iter()
-            .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream_timeout))
+            .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream_timeout, &tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
         let gw = crate::gateway::Gateway::start(
@@ -862,7 +898,7 @@ fn serve(o: Serve) -> ExitCode {
     };
     config.allowed_hosts.extend(o.allow_hosts);
     if let Some((cert, key)) = &o.tls {
-        match server::tls::load_pem(cert, key) {
+        match server::tls::load_pem_with(cert, key, o.clients.as_ref()) {
             Ok(tls) => config.tls = Some(tls),
             Err(e) => return error(e),
         }

@@ -70,7 +70,13 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 impl UpstreamSpec {
     /// `NAME=TARGET`: `http(s)://…` (Streamable HTTP, either era), `sse+http(s)://…` (the
     /// 2024-11-05 HTTP+SSE transport), `ws(s)://…` (WebSocket) or `stdio:COMMAND ARGS…`.
-    pub fn parse(spec: &str, timeout: Duration) -> Result<UpstreamSpec, GatewayError> {
+    /// `tls` says how https/wss upstreams are checked and which client certificate (if any)
+    /// the gateway presents to them.
+    pub fn parse(
+        spec: &str,
+        timeout: Duration,
+        tls: &UpstreamTls,
+    ) -> Result<UpstreamSpec, GatewayError> {
         let fail = |reason: String| GatewayError::Spec {
             spec: spec.to_string(),
             reason,
@@ -125,8 +131,8 @@ impl UpstreamSpec {
                 None => (TransportKind::StreamableHttp, target),
             };
             let u = parse_url(url).map_err(fail)?;
-            let (net, host) =
-                net_target(&u, &Trust::System, false, timeout).map_err(|e| fail(e.to_string()))?;
+            let (net, host) = net_target(&u, &tls.trust, tls.identity.as_ref(), false, timeout)
+                .map_err(|e| fail(e.to_string()))?;
             ep.kind = kind;
             ep.net = Some(net);
             ep.host = host;
@@ -143,6 +149,23 @@ impl UpstreamSpec {
             endpoint: ep,
             protocol,
         })
+    }
+}
+
+/// How the gateway speaks TLS to its https/wss upstreams.
+#[derive(Debug, Clone)]
+pub struct UpstreamTls {
+    pub trust: Trust,
+    /// A client certificate for mutual TLS.
+    pub identity: Option<crate::transport::net::IdentityFiles>,
+}
+
+impl Default for UpstreamTls {
+    fn default() -> Self {
+        UpstreamTls {
+            trust: Trust::System,
+            identity: None,
+        }
     }
 }
 
@@ -623,16 +646,19 @@ mod tests {
     #[test]
     fn upstream_specs_parse() {
         let t = Duration::from_secs(5);
-        let s = UpstreamSpec::parse("ref=http://127.0.0.1:9/mcp", t).unwrap();
+        let s =
+            UpstreamSpec::parse("ref=http://127.0.0.1:9/mcp", t, &UpstreamTls::default()).unwrap();
         assert_eq!(s.name, "ref");
         assert_eq!(s.endpoint.kind, TransportKind::StreamableHttp);
         assert_eq!(s.endpoint.path, "/mcp");
-        let s = UpstreamSpec::parse("old=sse+http://127.0.0.1:9/sse", t).unwrap();
+        let s = UpstreamSpec::parse("old=sse+http://127.0.0.1:9/sse", t, &UpstreamTls::default())
+            .unwrap();
         assert_eq!(s.endpoint.kind, TransportKind::LegacySse);
         assert_eq!(s.endpoint.protocol, Revision::V2024_11_05);
-        let s = UpstreamSpec::parse("w=ws://127.0.0.1:9/ws", t).unwrap();
+        let s = UpstreamSpec::parse("w=ws://127.0.0.1:9/ws", t, &UpstreamTls::default()).unwrap();
         assert_eq!(s.endpoint.kind, TransportKind::WebSocket);
-        let s = UpstreamSpec::parse("py=stdio:python3 server.py --x", t).unwrap();
+        let s = UpstreamSpec::parse("py=stdio:python3 server.py --x", t, &UpstreamTls::default())
+            .unwrap();
         assert_eq!(s.endpoint.kind, TransportKind::Stdio);
         assert_eq!(s.endpoint.command.unwrap().args, ["server.py", "--x"]);
         for bad in [
@@ -642,7 +668,10 @@ mod tests {
             "a=ftp://x",
             "a=stdio:",
         ] {
-            assert!(UpstreamSpec::parse(bad, t).is_err(), "{bad}");
+            assert!(
+                UpstreamSpec::parse(bad, t, &UpstreamTls::default()).is_err(),
+                "{bad}"
+            );
         }
     }
 

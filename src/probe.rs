@@ -136,7 +136,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
             Trust::System
         };
         Some(
-            TlsClient::new(&u.host, &trust, &[b"http/1.1"])
+            TlsClient::new(&u.host, &trust, None, &[b"http/1.1"])
                 .map_err(|e| ProbeError::Usage(e.to_string()))?,
         )
     } else {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpbench::gateway::{Gateway, GatewayOptions, UpstreamSpec};
+use mcpbench::gateway::{Gateway, GatewayOptions, UpstreamSpec, UpstreamTls};
 use mcpbench::report::summary::{Operation, Summary};
 use mcpbench::server::{Config, EmbeddedServers, ResponseMode, audit::Audit, policy::Policy};
 
@@ -25,7 +25,10 @@ fn gateway_with(
 ) -> EmbeddedServers {
     let specs = upstreams
         .iter()
-        .map(|s| UpstreamSpec::parse(s, Duration::from_secs(10)).expect("upstream spec"))
+        .map(|s| {
+            UpstreamSpec::parse(s, Duration::from_secs(10), &UpstreamTls::default())
+                .expect("upstream spec")
+        })
         .collect();
     let gw = Gateway::start(
         specs,
@@ -513,4 +516,103 @@ fn oauth_client_credentials_tokens_per_user() {
             entry.display()
         );
     }
+}
+
+/// Mutual TLS both ways. A server that asks for client certificates maps the one named
+/// `alpha-client` to tenant alpha (shown only `echo`, checked on every listing) and refuses a
+/// client with neither certificate nor token (401); a gateway presents its certificate to an
+/// upstream that requires one, and cannot start without it.
+#[test]
+fn mutual_tls_client_certificates_name_tenants_and_reach_upstreams() {
+    use mcpbench::server::tls::{ClientAuth, load_pem_with};
+    let dir = scratch();
+    let pki = crate::support::pki(dir.path(), "alpha-client");
+    let tls = |optional: bool| {
+        Some(
+            load_pem_with(
+                &pki.server_cert,
+                &pki.server_key,
+                Some(&ClientAuth {
+                    ca: pki.ca.clone(),
+                    optional,
+                }),
+            )
+            .expect("server TLS"),
+        )
+    };
+    let server = launch(Config {
+        tls: tls(true),
+        policy: Some(Arc::new(
+            Policy::parse(&format!(
+                "[[tenant]]\nname = \"alpha\"\ncerts = [\"alpha-client\"]\ntools = [\"echo\"]\n[[tenant]]\nname = \"beta\"\ntokens = [\"{BETA}\"]\ntools = [\"sleep\"]\n"
+            ))
+            .unwrap(),
+        )),
+        ..Config::default()
+    });
+    let scenario = |identity: bool| {
+        let cert = if identity {
+            format!(
+                "cert = \"{}\"\nkey = \"{}\"\n",
+                pki.client_cert.display(),
+                pki.client_key.display()
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "name = \"mtls\"\n[target]\nurl = \"https://127.0.0.1:{}/mcp\"\n[target.tls]\nca = \"{}\"\n{cert}[load]\nconcurrency = 2\nrequests = 300\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n[[workload]]\nmethod = \"tools/list\"\nexpect.tools = [\"echo\"]\n",
+            server.mcp_addr.port(),
+            pki.ca.display()
+        )
+    };
+    let out = run_in(&scenario(true), &dir.path().join("with")).expect("the run finishes");
+    assert_eq!(out.summary.totals.ok, 300, "{:?}", out.summary.operations);
+    let refused = run_in(&scenario(false), &dir.path().join("without")).unwrap_err();
+    assert!(refused.to_string().contains("HTTP 401"), "{refused}");
+
+    // The gateway side: an upstream that requires a client certificate.
+    let upstream = launch(Config {
+        tls: tls(false),
+        ..Config::default()
+    });
+    let spec = format!("ref=https://127.0.0.1:{}/mcp", upstream.mcp_addr.port());
+    let options = GatewayOptions {
+        threads: 1,
+        pool: 4,
+        timeout: Duration::from_secs(5),
+    };
+    let with = UpstreamTls {
+        trust: mcpbench::transport::net::Trust::CaFile(pki.ca.clone()),
+        identity: Some(mcpbench::transport::net::IdentityFiles {
+            cert: pki.client_cert.clone(),
+            key: pki.client_key.clone(),
+        }),
+    };
+    let without = UpstreamTls {
+        identity: None,
+        ..with.clone()
+    };
+    let gw = Gateway::start(
+        vec![UpstreamSpec::parse(&spec, Duration::from_secs(5), &with).unwrap()],
+        &options,
+    )
+    .expect("the gateway reaches its upstream with its certificate");
+    assert!(gw.started[0].tools > 5);
+    let gateway = launch(Config {
+        proxy: Some(gw),
+        ..Config::default()
+    });
+    let text = format!(
+        "name = \"via\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 2\nrequests = 200\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"ref__echo\"\narguments = {{ message = \"hi\" }}\n",
+        gateway.mcp_addr
+    );
+    let out = run_in(&text, &dir.path().join("via")).expect("the run finishes");
+    assert_eq!(out.summary.totals.ok, 200);
+    let err = Gateway::start(
+        vec![UpstreamSpec::parse(&spec, Duration::from_secs(5), &without).unwrap()],
+        &options,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("upstream `ref`"), "{err}");
 }

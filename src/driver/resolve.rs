@@ -9,7 +9,7 @@ use crate::protocol::version::Revision;
 use crate::scenario::plan::{Embedded, Remote, Url};
 use crate::scenario::{Plan, ProtocolChoice, Target};
 use crate::server::EmbeddedServers;
-use crate::transport::net::{NetTarget, TlsClient, Trust};
+use crate::transport::net::{IdentityFiles, NetTarget, TlsClient, Trust};
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
 /// The least time a session opening gets.
@@ -72,7 +72,8 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
             let oauth = match &r.oauth {
                 None => None,
                 Some(o) => {
-                    let (net, host) = net_target(&o.token_url, &r.trust, false, endpoint.timeout)?;
+                    let (net, host) =
+                        net_target(&o.token_url, &r.trust, None, false, endpoint.timeout)?;
                     Some(super::oauth::TokenEndpoint::new(o, net, host))
                 }
             };
@@ -150,7 +151,7 @@ fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
 
 /// Address, TLS client (ALPN as the HTTP version asks), `Host` and path of a network target.
 fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
-    let (net, host) = net_target(u, &r.trust, ep.http2, ep.timeout)?;
+    let (net, host) = net_target(u, &r.trust, r.identity.as_ref(), ep.http2, ep.timeout)?;
     ep.net = Some(net);
     ep.host = host;
     ep.path = u.path.clone();
@@ -161,6 +162,7 @@ fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
 pub fn net_target(
     u: &Url,
     trust: &Trust,
+    identity: Option<&IdentityFiles>,
     http2: bool,
     timeout: Duration,
 ) -> Result<(NetTarget, String), RunError> {
@@ -168,7 +170,7 @@ pub fn net_target(
     let tls = if u.scheme.is_tls() {
         let alpn: &[&[u8]] = if http2 { &[b"h2"] } else { &[b"http/1.1"] };
         Some(
-            TlsClient::new(&u.host, trust, alpn).map_err(|e| RunError::Tls {
+            TlsClient::new(&u.host, trust, identity, alpn).map_err(|e| RunError::Tls {
                 target: u.text.clone(),
                 reason: e.to_string(),
             })?,

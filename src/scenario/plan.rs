@@ -189,6 +189,8 @@ pub struct Remote {
     pub headers: Vec<(String, String)>,
     /// How https/wss certificates are checked.
     pub trust: Trust,
+    /// `[target.tls] cert`/`key`: a client certificate to present (mutual TLS).
+    pub identity: Option<crate::transport::net::IdentityFiles>,
     /// `timing_header`: the response header carrying the server's own timing.
     pub timing: Option<crate::transport::TimingHeader>,
     /// Per-virtual-user credentials (virtual user `i` uses `credentials[i % n]`); empty: every

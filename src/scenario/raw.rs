@@ -102,6 +102,10 @@ pub struct RawCredential {
 pub struct RawTls {
     pub ca: Option<Spanned<String>>,
     pub insecure: Option<Spanned<bool>>,
+    /// A client certificate chain (PEM) to present: mutual TLS.
+    pub cert: Option<Spanned<String>>,
+    /// Its private key (PEM).
+    pub key: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -176,7 +180,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("", &["name", "description", "target", "embedded", "load", "workload", "find_max"]),
     ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth"]),
     ("target.oauth", &["token_url", "client_id", "client_secret", "scope", "resource", "tenant", "refresh_before"]),
-    ("target.tls", &["ca", "insecure"]),
+    ("target.tls", &["ca", "insecure", "cert", "key"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
     ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),
     ("load.stages", &["duration", "rate", "concurrency"]),

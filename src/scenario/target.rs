@@ -63,6 +63,10 @@ pub(super) fn target(
         None => false,
     };
     let tls_url = url.as_ref().is_some_and(|u| u.scheme.is_tls());
+    let identity = match &raw.tls {
+        Some(tls) if tls_url => identity(src, tls.get_ref())?,
+        _ => None,
+    };
     let trust = match &raw.tls {
         None => Trust::System,
         Some(tls) if tls_url => trust(src, tls.get_ref())?,
@@ -149,6 +153,7 @@ pub(super) fn target(
         Some(p) => Some(p.get_ref().clone()),
     };
     Ok(Remote {
+        identity,
         oauth,
         tool_prefix,
         conn: Connection {
@@ -270,6 +275,37 @@ fn network_url_fits(
         ));
     }
     Ok(())
+}
+
+/// `[target.tls] cert` and `key`: both or neither, each an existing file.
+fn identity(
+    src: &Source<'_>,
+    t: &RawTls,
+) -> Result<Option<crate::transport::net::IdentityFiles>, ScenarioError> {
+    let file = |v: &Spanned<String>, key: &str| {
+        let path = std::path::PathBuf::from(v.get_ref());
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(src.error(
+                v.span(),
+                format!("{} does not exist", path.display()),
+                key_hint(key),
+            ))
+        }
+    };
+    match (&t.cert, &t.key) {
+        (None, None) => Ok(None),
+        (Some(c), Some(k)) => Ok(Some(crate::transport::net::IdentityFiles {
+            cert: file(c, "target.tls.cert")?,
+            key: file(k, "target.tls.key")?,
+        })),
+        (Some(v), None) | (None, Some(v)) => Err(src.error(
+            v.span(),
+            "a client certificate needs both cert and its key",
+            Some("cert = \"client.pem\"\n    key = \"client-key.pem\"".into()),
+        )),
+    }
 }
 
 /// `[target.tls]`: a CA file, or `insecure = true`, or the system roots.

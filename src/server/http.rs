@@ -129,6 +129,7 @@ enum Route {
 pub(crate) async fn handle(
     state: &Arc<State>,
     req: Request<Incoming>,
+    cert_names: Option<&[String]>,
 ) -> Result<Response<Body>, Infallible> {
     let c = &state.config;
     let path = req.uri().path();
@@ -154,7 +155,7 @@ pub(crate) async fn handle(
             why,
         ));
     }
-    let tenant = match authenticate(state, req.headers()) {
+    let tenant = match authenticate(state, req.headers(), cert_names) {
         Ok(t) => t,
         Err(refused) => return Ok(*refused),
     };
@@ -174,14 +175,19 @@ pub(crate) async fn handle(
 /// The tenant of a request under the server's policy (`None` without one), or the 401 to
 /// answer. Every request carries its credentials (MCP authorization); the token is never
 /// logged.
-fn authenticate(state: &State, headers: &HeaderMap) -> Result<Option<u16>, Box<Response<Body>>> {
+fn authenticate(
+    state: &State,
+    headers: &HeaderMap,
+    cert_names: Option<&[String]>,
+) -> Result<Option<u16>, Box<Response<Body>>> {
     let Some(policy) = &state.config.policy else {
         return Ok(None);
     };
-    let auth = policy.authenticate(
+    let auth = policy.authenticate_with(
         headers
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes),
+        cert_names.unwrap_or_default(),
     );
     let why = match auth {
         Auth::Tenant(t) => return Ok(Some(t)),

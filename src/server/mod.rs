@@ -290,16 +290,28 @@ pub async fn serve_state(
         let state = state.clone();
         let tls = tls.clone();
         async move {
-            let svc = service_fn(move |req| {
-                let state = state.clone();
-                async move { http::handle(&state, req).await }
-            });
+            // The names of the client's certificate (mutual TLS), for the policy.
+            let svc = |names: Option<Arc<[String]>>| {
+                service_fn(move |req| {
+                    let state = state.clone();
+                    let names = names.clone();
+                    async move { http::handle(&state, req, names.as_deref()).await }
+                })
+            };
             match tls {
-                None => mock_backend::accept::serve_http(stream, svc, down).await,
+                None => mock_backend::accept::serve_http(stream, svc(None), down).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                     {
-                        Ok(Ok(tls)) => mock_backend::accept::serve_http(tls, svc, down).await,
+                        Ok(Ok(tls)) => {
+                            let names = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|c| c.first())
+                                .map(|c| Arc::from(tls::client_names(c)));
+                            mock_backend::accept::serve_http(tls, svc(names), down).await
+                        }
                         Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }

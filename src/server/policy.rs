@@ -7,6 +7,7 @@
 //! [[tenant]]
 //! name = "alpha"
 //! tokens = ["alpha-token-1"]      # its bearer tokens (secrets: never logged)
+//! certs = ["alpha-client"]        # client certificates (mutual TLS) by subject CN or DNS name
 //! tools = ["ref__echo", "ref__get-*"]  # globs (`*`) over the names tools/list shows; absent: all
 //! rate = 50                       # tools/call per second; absent: unlimited
 //! burst = 10                      # bucket size (default: one second's worth, at least 1)
@@ -49,6 +50,8 @@ struct RawTenant {
     name: String,
     #[serde(default)]
     tokens: Vec<String>,
+    #[serde(default)]
+    certs: Vec<String>,
     tools: Option<Vec<String>>,
     rate: Option<f64>,
     burst: Option<f64>,
@@ -78,6 +81,8 @@ impl Tenant {
 pub struct Policy {
     pub tenants: Vec<Tenant>,
     tokens: HashMap<String, u16>,
+    /// Client certificate names (subject CN, DNS names) → tenant.
+    certs: HashMap<String, u16>,
     anonymous: Option<u16>,
 }
 
@@ -112,6 +117,7 @@ impl Policy {
         }
         let mut tenants = Vec::new();
         let mut tokens = HashMap::new();
+        let mut certs = HashMap::new();
         for (i, t) in raw.tenant.into_iter().enumerate() {
             let name = t.name.trim().to_string();
             if name.is_empty() || tenants.iter().any(|x: &Tenant| x.name == name) {
@@ -130,6 +136,17 @@ impl Policy {
                 if tokens.insert(token, index).is_some() {
                     return Err(format!(
                         "tenant `{name}`: a token already belongs to another tenant (the token itself is not shown); tokens must be unique"
+                    ));
+                }
+            }
+            for c in t.certs {
+                if c.trim().is_empty() {
+                    return Err(format!("tenant `{name}`: a certificate name is empty"));
+                }
+                if let Some(other) = certs.insert(c.clone(), index) {
+                    return Err(format!(
+                        "tenant `{name}`: certificate name `{c}` already belongs to tenant #{}",
+                        other + 1
                     ));
                 }
             }
@@ -181,13 +198,23 @@ impl Policy {
         Ok(Policy {
             tenants,
             tokens,
+            certs,
             anonymous,
         })
     }
 
     /// The tenant of a request's `Authorization` header value (if any).
     pub fn authenticate(&self, authorization: Option<&[u8]>) -> Auth {
+        self.authenticate_with(authorization, &[])
+    }
+
+    /// The tenant of a request: its bearer token if it sends one, else its connection's
+    /// client certificate (by any of its names), else the anonymous tenant.
+    pub fn authenticate_with(&self, authorization: Option<&[u8]>, cert_names: &[String]) -> Auth {
         let Some(value) = authorization else {
+            if let Some(&t) = cert_names.iter().find_map(|n| self.certs.get(n)) {
+                return Auth::Tenant(t);
+            }
             return self.anonymous.map_or(Auth::Missing, Auth::Tenant);
         };
         let token = value

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -37,6 +37,38 @@ pub enum TlsSetupError {
     ServerName(String),
     #[error("TLS configuration: {0}")]
     Config(String),
+    #[error("cannot use the client certificate {path}: {reason}")]
+    Identity { path: String, reason: String },
+}
+
+/// A client certificate chain and its private key (mutual TLS), as PEM files name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl IdentityFiles {
+    /// Reads both files: the chain (leaf first) and the key (PKCS#8, PKCS#1 or SEC1).
+    fn load(
+        &self,
+    ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsSetupError> {
+        let err = |path: &Path, reason: String| TlsSetupError::Identity {
+            path: path.display().to_string(),
+            reason,
+        };
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&self.cert)
+            .map_err(|e| err(&self.cert, e.to_string()))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| err(&self.cert, e.to_string()))?;
+        if certs.is_empty() {
+            return Err(err(&self.cert, "no certificate in it".into()));
+        }
+        // The key's own error text is left out: it could quote key material.
+        let key = PrivateKeyDer::from_pem_file(&self.key)
+            .map_err(|_| err(&self.key, "no readable PEM private key in it".into()))?;
+        Ok((certs, key))
+    }
 }
 
 /// What to connect to, and how.
@@ -68,16 +100,21 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 impl TlsClient {
-    /// `alpn` lists the protocols offered (`h2`, `http/1.1`), in preference order.
-    pub fn new(server_name: &str, trust: &Trust, alpn: &[&[u8]]) -> Result<Self, TlsSetupError> {
+    /// `alpn` lists the protocols offered (`h2`, `http/1.1`), in preference order; `identity`
+    /// is a client certificate to present (mutual TLS).
+    pub fn new(
+        server_name: &str,
+        trust: &Trust,
+        identity: Option<&IdentityFiles>,
+        alpn: &[&[u8]],
+    ) -> Result<Self, TlsSetupError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
-        let mut config = match trust {
+        let wants = match trust {
             Trust::Insecure => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
-                .with_no_client_auth(),
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider()))),
             Trust::System => {
                 let loaded = rustls_native_certs::load_native_certs();
                 let mut roots = rustls::RootCertStore::empty();
@@ -88,11 +125,21 @@ impl TlsClient {
                         loaded.errors.len()
                     )));
                 }
-                builder.with_root_certificates(roots).with_no_client_auth()
+                builder.with_root_certificates(roots)
             }
-            Trust::CaFile(path) => builder
-                .with_root_certificates(read_roots(path)?)
-                .with_no_client_auth(),
+            Trust::CaFile(path) => builder.with_root_certificates(read_roots(path)?),
+        };
+        let mut config = match identity {
+            None => wants.with_no_client_auth(),
+            Some(files) => {
+                let (certs, key) = files.load()?;
+                wants
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| TlsSetupError::Identity {
+                        path: files.cert.display().to_string(),
+                        reason: e.to_string(),
+                    })?
+            }
         };
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let host = server_name.trim_start_matches('[').trim_end_matches(']');

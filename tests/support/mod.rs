@@ -612,3 +612,55 @@ pub fn quickstart(dir: &Path, extra: &[&str]) -> (i32, String, String, PathBuf) 
     let (code, o, e) = mcpbench(&args, &repo());
     (code, o, e, out)
 }
+
+/// A private PKI minted now with rcgen, as PEM files in `dir`: a CA, a server certificate for
+/// `localhost` and `127.0.0.1`, and a client certificate whose subject CN is `client_cn`
+/// (client authentication), both signed by the CA. No key material is committed.
+pub struct Pki {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+pub fn pki(dir: &Path, client_cn: &str) -> Pki {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "mcpbench test CA");
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf = |sans: Vec<String>, cn: &str, usage: ExtendedKeyUsagePurpose| {
+        let mut p = CertificateParams::new(sans).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        let cert = p.signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_cert, server_key) = leaf(
+        vec!["localhost".into(), "127.0.0.1".into()],
+        "localhost",
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let (client_cert, client_key) =
+        leaf(Vec::new(), client_cn, ExtendedKeyUsagePurpose::ClientAuth);
+    Pki {
+        ca: write("ca.pem", ca_cert.pem()),
+        server_cert: write("server.pem", server_cert),
+        server_key: write("server-key.pem", server_key),
+        client_cert: write("client.pem", client_cert),
+        client_key: write("client-key.pem", client_key),
+    }
+}
