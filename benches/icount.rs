@@ -186,6 +186,7 @@ fn whole_request() -> Work {
     let timeout = Duration::from_secs(10);
     let ep = Endpoint {
         timing: None,
+        replicas: Vec::new(),
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

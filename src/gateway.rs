@@ -109,6 +109,7 @@ impl UpstreamSpec {
             max_body: MAX_BODY,
             timeout,
             timing: None,
+            replicas: Vec::new(),
         };
         let mut protocol = ProtocolChoice::Auto;
         let describe = if let Some(cmd) = target.strip_prefix("stdio:") {

@@ -145,6 +145,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
     let default_port = if u.scheme.is_tls() { 443 } else { 80 };
     let mut ep = Endpoint {
         timing: None,
+        replicas: Vec::new(),
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

@@ -616,3 +616,101 @@ fn mutual_tls_client_certificates_name_tenants_and_reach_upstreams() {
     .unwrap_err();
     assert!(err.to_string().contains("upstream `ref`"), "{err}");
 }
+
+/// Two replicas behind no affinity (`target.url` as a list, each call to the next): a
+/// handshake-era session opened on one is unknown to the other, so every call meets 404 and
+/// the session reopens; 2026-07-28 clients have no session, and every call succeeds on either
+/// replica.
+#[test]
+fn replicas_without_affinity_churn_sessions_but_not_stateless_clients() {
+    let a = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let b = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let run = |protocol: &str| {
+        let dir = scratch();
+        let text = format!(
+            "name = \"replicas\"\n[target]\nurl = [\"http://{}/mcp\", \"http://{}/mcp\"]\nprotocol = \"{protocol}\"\n[load]\nconcurrency = 2\nrequests = 400\nduration = \"20s\"\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n",
+            a.mcp_addr, b.mcp_addr
+        );
+        run_in(&text, dir.path()).expect("the run finishes").summary
+    };
+    let stateless = run("2026-07-28");
+    assert_eq!(stateless.totals.ok, 400, "{:?}", stateless.operations);
+    assert_eq!(stateless.sessions.expired, 0);
+    assert!(
+        stateless.target.url.contains(" + "),
+        "{}",
+        stateless.target.url
+    );
+    let sessions = run("2025-11-25");
+    let echo = op(&sessions, "tools/call:echo");
+    assert!(
+        sessions.sessions.expired > 50,
+        "404 → reopen churn: {:?}",
+        sessions.sessions
+    );
+    assert!(
+        echo.outcomes.http.get("404").copied().unwrap_or(0) > 50,
+        "{:?}",
+        echo.outcomes
+    );
+    assert!(op(&sessions, "initialize").started > 50);
+}
+
+/// A gateway in front of 100 upstreams (one server under 100 names): it starts, lists all 900
+/// tools over pages, and routes calls to any of them.
+#[test]
+fn a_hundred_upstreams() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let specs: Vec<String> = (0..100)
+        .map(|i| format!("u{i:03}=http://{}/mcp", up.mcp_addr))
+        .collect();
+    let gw = gateway(&specs, None, None);
+    let dir = scratch();
+    let mut text = format!(
+        "name = \"many\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 4\nrequests = 600\ntimeout = \"10s\"\n[[workload]]\nmethod = \"tools/list\"\n",
+        gw.mcp_addr
+    );
+    for i in [0, 42, 99] {
+        text.push_str(&format!(
+            "[[workload]]\nmethod = \"tools/call\"\ntool = \"u{i:03}__echo\"\narguments = {{ message = \"hi\" }}\n"
+        ));
+    }
+    let out = run_in(&text, dir.path()).expect("the run finishes");
+    assert_eq!(out.summary.totals.ok, 600, "{:?}", out.summary.operations);
+    // The preflight walked every page: 100 upstreams × 9 tools, plus the gateway's own.
+    let pages = mcpbench::probe::run(&mcpbench::probe::ProbeOptions {
+        url: format!("http://{}/mcp", gw.mcp_addr),
+        protocol: mcpbench::protocol::version::Revision::V2025_11_25,
+        calls: Vec::new(),
+        headers: Vec::new(),
+        timeout: Duration::from_secs(10),
+        insecure: false,
+    })
+    .expect("probe");
+    assert!(pages.contains(&format!("{} tools", 100 * 9 + 9)), "{pages}");
+}
+
+/// Clients of both eras at once against one gateway (`target.protocol` as a list): users
+/// alternate between 2025-11-25 sessions and 2026-07-28 stateless requests, everything
+/// succeeds, and the results break down by revision.
+#[test]
+fn mixed_revisions_in_one_run() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let gw = gateway(&[format!("ref=http://{}/mcp", up.mcp_addr)], None, None);
+    let dir = scratch();
+    let text = format!(
+        "name = \"mixed\"\n[target]\nurl = \"http://{}/mcp\"\nprotocol = [\"2025-11-25\", \"2026-07-28\"]\ntool_prefix = \"ref__\"\n[load]\nconcurrency = 4\nrequests = 800\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n[[workload]]\nmethod = \"tools/list\"\n",
+        gw.mcp_addr
+    );
+    let out = run_in(&text, dir.path()).expect("the run finishes");
+    let s = &out.summary;
+    assert_eq!(s.totals.ok, 800, "{:?}", s.operations);
+    let (old, new) = (tenant(s, "2025-11-25"), tenant(s, "2026-07-28"));
+    assert!(
+        old.outcomes.ok > 200 && new.outcomes.ok > 200,
+        "{old:?} {new:?}"
+    );
+    assert_eq!(old.outcomes.ok + new.outcomes.ok, 800);
+    // Only the handshake-era users opened sessions (initialize); the others are stateless.
+    assert!(s.sessions.opened >= 2, "{:?}", s.sessions);
+}

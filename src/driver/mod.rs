@@ -123,8 +123,10 @@ pub fn check(
 ) -> Result<Checked, RunError> {
     let plan = &*with_tool_prefix(plan);
     let mut resolved = resolve::resolve(plan, opts)?;
-    // With per-user credentials, the preflight speaks as the first user.
+    // With per-user credentials, the preflight speaks as the first user (and to the first
+    // replica alone: a handshake-era session does not outlive a hop to another).
     let mut probe = resolved.endpoint.clone();
+    probe.replicas.clear();
     if let crate::scenario::Target::Remote(r) = &plan.target
         && let Some(c) = r.credentials.first()
     {
@@ -411,12 +413,37 @@ fn context(
             (Arc::new(ep), tenant)
         })
         .collect();
-    // OAuth users share the endpoint (each sends its own token) and count for its tenant.
+    // OAuth users share the endpoint (each sends its own token) and count for its tenant;
+    // mixed revisions: an endpoint per revision, each its own row.
+    let revisions = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.revisions.clone(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    };
     let endpoints: Vec<(Arc<Endpoint>, usize)> = if oauth_tenant.is_some() {
         vec![(endpoint.clone(), 0)]
+    } else if !revisions.is_empty() {
+        revisions
+            .iter()
+            .map(|r| {
+                let mut ep = (*endpoint).clone();
+                ep.protocol = *r;
+                let row = tenants
+                    .iter()
+                    .position(|t| *t == r.to_string())
+                    .unwrap_or(0);
+                (Arc::new(ep), row)
+            })
+            .collect()
     } else {
         endpoints
     };
+    // Request templates per revision the users speak (one, unless mixed).
+    let mut speak: Vec<crate::protocol::version::Revision> = vec![pre.revision];
+    for r in &revisions {
+        if !speak.contains(r) {
+            speak.push(*r);
+        }
+    }
     runner::Ctx {
         oauth: oauth.map(|t| {
             let op = plan
@@ -436,13 +463,18 @@ fn context(
         endpoints,
         tenants,
         secrets,
-        templates: items
+        requests: speak
             .iter()
-            .map(|w| workload::RequestTemplate::new(w, pre.revision))
-            .collect(),
-        specs: items
-            .iter()
-            .map(|w| workload::call_spec(w, pre.revision))
+            .map(|&rev| {
+                (
+                    rev,
+                    items
+                        .iter()
+                        .map(|w| workload::RequestTemplate::new(w, rev))
+                        .collect(),
+                    items.iter().map(|w| workload::call_spec(w, rev)).collect(),
+                )
+            })
             .collect(),
         mix: workload::Mix::new(items),
         plan: plan.clone(),

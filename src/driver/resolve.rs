@@ -39,6 +39,7 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let conn = plan.connection();
     let mut endpoint = Endpoint {
         timing: None,
+        replicas: Vec::new(),
         kind: conn.transport,
         net: None,
         host: String::new(),
@@ -65,6 +66,16 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
             endpoint.timing = r.timing.clone();
             if let Some(u) = &r.url {
                 network(&mut endpoint, u, r)?;
+            }
+            for u in &r.replicas {
+                let (net, _) = net_target(
+                    u,
+                    &r.trust,
+                    r.identity.as_ref(),
+                    endpoint.http2,
+                    endpoint.timeout,
+                )?;
+                endpoint.replicas.push(net);
             }
             for (name, value) in &r.headers {
                 endpoint.add_header(name, value);

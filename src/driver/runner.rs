@@ -55,8 +55,13 @@ pub struct Ctx {
     pub tenants: Vec<String>,
     /// Every header value that may be a secret, redacted from failure messages.
     pub secrets: Vec<(String, String)>,
-    pub templates: Vec<RequestTemplate>,
-    pub specs: Vec<CallSpec>,
+    /// Per revision the users speak (the preflight's first): each workload entry's request
+    /// template and call spec.
+    pub requests: Vec<(
+        crate::protocol::version::Revision,
+        Vec<RequestTemplate>,
+        Vec<CallSpec>,
+    )>,
     /// Per workload entry: its `expect` rules, if it has any.
     pub checks: Vec<Option<super::expect::Check>>,
     /// `[target.oauth]`: the token endpoint, and the operation that times it.
@@ -663,7 +668,13 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
     let ctx = drive.ctx.clone();
     let shards = &*drive.shards;
     let global = drive.global[slot];
-    let (_, tenant) = ctx.endpoint_of(global);
+    let (my_endpoint, tenant) = ctx.endpoint_of(global);
+    // The requests of the revision this user speaks (mixed revisions), else the preflight's.
+    let (_, templates, specs) = ctx
+        .requests
+        .iter()
+        .find(|(r, _, _)| *r == my_endpoint.protocol)
+        .unwrap_or(&ctx.requests[0]);
     let track = |op: usize, phase: Phase, t0: Instant, tenant: Option<usize>| {
         drive.slots.borrow_mut()[slot] = Some(InFlight {
             op,
@@ -800,14 +811,14 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         }
         let item_index = ctx.mix.pick(&mut rng);
         let item = &ctx.plan.workload[item_index];
-        let template = &ctx.templates[item_index];
+        let template = &templates[item_index];
         let sent = now;
         // Closed loop: the request is meant to start now (after any session opening).
         let intended = if drive.pool.is_some() { intended } else { sent };
         shards.at(sent).started(item.op, phase);
         track(item.op, phase, intended, tenant);
         let mut r = {
-            let call = std::pin::pin!(session.call(&ctx.specs[item_index], |out, id| {
+            let call = std::pin::pin!(session.call(&specs[item_index], |out, id| {
                 template.write(item, out, id, &mut rng)
             }));
             watchdog.bounded(sent + ctx.timeout, call).await

@@ -181,8 +181,13 @@ pub struct Url {
 #[derive(Debug, Clone)]
 pub struct Remote {
     pub conn: Connection,
-    /// Network transports.
+    /// Network transports (the first replica, when there are several).
     pub url: Option<Url>,
+    /// `target.url` as a list: replicas, requests spread over them in turn (Streamable HTTP).
+    pub replicas: Vec<Url>,
+    /// `target.protocol` as a list: mixed clients, virtual user `i` speaking
+    /// `revisions[i % n]`; results break down by revision (as tenants).
+    pub revisions: Vec<crate::protocol::version::Revision>,
     /// stdio: the server command.
     pub command: Option<CommandSpec>,
     /// Extra headers; values may be secrets and are never logged or reported.
@@ -242,6 +247,15 @@ impl Remote {
     /// The tenants of the credentials (or of the OAuth client), each once, in order of first
     /// appearance.
     pub fn tenants(&self) -> Vec<String> {
+        if !self.revisions.is_empty() {
+            let mut out: Vec<String> = Vec::new();
+            for r in &self.revisions {
+                if !out.contains(&r.to_string()) {
+                    out.push(r.to_string());
+                }
+            }
+            return out;
+        }
         let mut out: Vec<String> = self
             .oauth
             .as_ref()
@@ -261,6 +275,12 @@ impl Remote {
     /// What to show for this target in reports (never secrets).
     pub fn describe(&self) -> String {
         match (&self.url, &self.command) {
+            (Some(_), _) if !self.replicas.is_empty() => self
+                .replicas
+                .iter()
+                .map(|u| u.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
             (Some(u), _) => u.text.clone(),
             (None, Some(c)) => std::iter::once(c.program.as_str())
                 .chain(c.args.iter().map(String::as_str))

@@ -54,12 +54,12 @@ pub struct RawTarget {
     /// `[[targets]]` entries only.
     pub name: Option<Spanned<String>>,
     pub transport: Option<Spanned<String>>,
-    pub url: Option<Spanned<String>>,
+    pub url: Option<Spanned<UrlList>>,
     pub command: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub env: BTreeMap<String, Spanned<String>>,
     pub cwd: Option<Spanned<String>>,
-    pub protocol: Option<Spanned<String>>,
+    pub protocol: Option<Spanned<UrlList>>,
     pub http: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
     #[serde(default)]
@@ -74,6 +74,23 @@ pub struct RawTarget {
     pub tool_prefix: Option<Spanned<String>>,
     /// OAuth 2.1 client credentials: a bearer token per virtual user from a token endpoint.
     pub oauth: Option<Spanned<RawOAuth>>,
+}
+
+/// A string or a list of them: `target.url` (replicas), `target.protocol` (mixed revisions).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum UrlList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl UrlList {
+    pub fn urls(&self) -> Vec<&str> {
+        match self {
+            UrlList::One(u) => vec![u.as_str()],
+            UrlList::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

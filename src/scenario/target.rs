@@ -41,12 +41,19 @@ pub(super) fn target(
     env: Env<'_>,
 ) -> Result<Remote, ScenarioError> {
     let raw = t.get_ref();
-    let url = match &raw.url {
-        Some(u) => Some(
-            parse_url(u.get_ref()).map_err(|m| src.error(u.span(), m, key_hint("target.url")))?,
-        ),
-        None => None,
+    let urls = match &raw.url {
+        Some(u) => {
+            let list = u.get_ref().urls();
+            if list.is_empty() {
+                return Err(src.error(u.span(), "target.url lists no URL", key_hint("target.url")));
+            }
+            list.into_iter()
+                .map(|s| parse_url(s).map_err(|m| src.error(u.span(), m, key_hint("target.url"))))
+                .collect::<Result<Vec<_>, _>>()?
+        }
+        None => Vec::new(),
     };
+    let url = urls.first().cloned();
     let transport = transport_of(src, t, url.as_ref())?;
     let command = if transport == TransportKind::Stdio {
         Some(stdio_command(src, t, env)?)
@@ -54,9 +61,53 @@ pub(super) fn target(
         network_url_fits(src, t, transport, url.as_ref())?;
         None
     };
-    let protocol = match &raw.protocol {
-        Some(p) => protocol_choice(src, p, "target.protocol")?,
-        None => default_protocol(transport),
+    let protocols = match &raw.protocol {
+        Some(p) => p
+            .get_ref()
+            .urls()
+            .into_iter()
+            .map(|one| {
+                protocol_choice(
+                    src,
+                    &Spanned::new(p.span(), one.to_string()),
+                    "target.protocol",
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![default_protocol(transport)],
+    };
+    let protocol = *protocols.first().ok_or_else(|| {
+        src.error_at_key(
+            t.span(),
+            "target.protocol",
+            "target.protocol lists no revision",
+            None,
+        )
+    })?;
+    // Several: mixed clients, virtual user i speaking revisions[i mod n].
+    let revisions: Vec<Revision> = if protocols.len() > 1 {
+        let at = raw.protocol.as_ref().map_or(t.span(), |p| p.span());
+        let fixed = protocols
+            .iter()
+            .map(|p| match p {
+                ProtocolChoice::Fixed(r) => Ok(*r),
+                ProtocolChoice::Auto => Err(src.error(
+                    at.clone(),
+                    "a list of revisions names each one: \"auto\" is not one",
+                    Some("protocol = [\"2025-11-25\", \"2026-07-28\"]".into()),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if !raw.credentials.is_empty() || raw.credentials_file.is_some() || raw.oauth.is_some() {
+            return Err(src.error(
+                at,
+                "mixed revisions give each group of users its own row, as credentials do: use one or the other",
+                None,
+            ));
+        }
+        fixed
+    } else {
+        Vec::new()
     };
     let http2 = match &raw.http {
         Some(h) => http_version(src, h, "target.http", transport)?,
@@ -119,6 +170,20 @@ pub(super) fn target(
             )
         })?),
     };
+    if urls.len() > 1 {
+        let at = raw.url.as_ref().map_or(t.span(), |u| u.span());
+        if transport != TransportKind::StreamableHttp {
+            return Err(src.error(
+                at,
+                "several URLs are replicas that each request is spread over: Streamable HTTP only",
+                Some("give one URL for this transport".into()),
+            ));
+        }
+        if urls.iter().any(|u| u.scheme != urls[0].scheme) {
+            return Err(src.error(at, "the replicas' URLs mix http:// and https://", None));
+        }
+    }
+    let replicas = if urls.len() > 1 { urls } else { Vec::new() };
     let oauth = raw.oauth.as_ref().map(|o| oauth(src, o, env)).transpose()?;
     if let Some(o) = &raw.oauth {
         if transport != TransportKind::StreamableHttp {
@@ -153,6 +218,8 @@ pub(super) fn target(
         Some(p) => Some(p.get_ref().clone()),
     };
     Ok(Remote {
+        revisions,
+        replicas,
         identity,
         oauth,
         tool_prefix,

@@ -90,6 +90,10 @@ pub struct Endpoint {
     pub timeout: Duration,
     /// A response header carrying the server's (a gateway's) own timing, recorded per request.
     pub timing: Option<TimingHeader>,
+    /// Streamable HTTP replicas behind no affinity (`target.url` as a list): every call goes
+    /// to the next one in turn, each over its own connection (a session opens where the last
+    /// call went); empty: `net` alone.
+    pub replicas: Vec<net::NetTarget>,
 }
 
 /// A response header that reports time spent upstream (or in the server), in milliseconds:

@@ -69,6 +69,9 @@ pub struct HttpSession {
     idle_since: Option<Instant>,
     /// A bearer token of this user's own (OAuth), sent as `Authorization` on every request.
     bearer: Option<String>,
+    /// Replicas: the one the current connection goes to, and the others' connections.
+    replica: usize,
+    parked: Vec<Option<Conn>>,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -161,9 +164,25 @@ impl HttpSession {
             seen: 0,
             idle_since: None,
             bearer: None,
+            replica: 0,
+            parked: Vec::new(),
         };
+        s.parked.resize_with(s.ep.replicas.len(), || None);
         s.render_head();
         s
+    }
+
+    /// Replicas: the next call goes to the next replica (its connection, if it has one); a
+    /// session opens on the replica the last call went to.
+    fn rotate(&mut self) {
+        let n = self.parked.len();
+        if n > 1 {
+            let next = (self.replica + 1) % n;
+            std::mem::swap(&mut self.conn, &mut self.parked[self.replica]);
+            std::mem::swap(&mut self.conn, &mut self.parked[next]);
+            self.replica = next;
+            self.idle_since = None;
+        }
     }
 
     /// A handle on a session shared with other virtual users of this worker.
@@ -275,7 +294,10 @@ impl HttpSession {
     }
 
     async fn connect(&mut self) -> Result<(), Outcome> {
-        let target = self.ep.net.as_ref().ok_or(Outcome::Connect)?;
+        let target = match self.ep.replicas.get(self.replica) {
+            Some(r) => r,
+            None => self.ep.net.as_ref().ok_or(Outcome::Connect)?,
+        };
         let stream = net::connect(target).await.map_err(|_| Outcome::Connect)?;
         let h2 = self.ep.http2 || stream.alpn() == Some(b"h2");
         self.conn = Some(if h2 {
@@ -922,6 +944,7 @@ impl Session for HttpSession {
     #[inline]
     async fn call<W: FnOnce(&mut Vec<u8>, u64)>(&mut self, spec: &CallSpec, write: W) -> Reply {
         self.adopt();
+        self.rotate();
         self.exchange(Some(spec), true, write).await
     }
 
