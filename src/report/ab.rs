@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnose::median;
 use super::document::{Block, html, markdown};
 use super::summary::Summary;
 
@@ -213,11 +214,6 @@ impl AbReport {
             previous = Some((lv.level, served));
         }
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
 }
 
 /// `target` against `baseline` at one level, per operation.

@@ -76,7 +76,8 @@ fn level_at(profile: &Profile, r: &Row) -> f64 {
     profile.at((r.t0 + r.t1) / 2.0)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value (upper middle of an even count); 0 for none.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     if v.is_empty() { 0.0 } else { v[v.len() / 2] }
 }
