@@ -166,7 +166,7 @@ RATE_LIMITING_ENABLED=false
 LOG_LEVEL=ERROR
 EOF
       (cd "$D" && "$CF/bin/python" -m mcpgateway.scripts.init_secrets --stdout >> .env)
-      (cd "$D" && "$CF/bin/mcpgateway" --host 127.0.0.1 --port $P > "$WORK/contextforge.log" 2>&1) &
+      (cd "$D" && exec "$CF/bin/mcpgateway" --host 127.0.0.1 --port $P > "$WORK/contextforge.log" 2>&1) &
       PIDS+=($!); wait_port "$P"
       TOKEN=$(cd "$D" && "$CF/bin/python" -m mcpgateway.utils.create_jwt_token --username admin@example.com --exp 600 --admin 2>/dev/null | tail -1)
       H=(-H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json")
