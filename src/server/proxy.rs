@@ -96,11 +96,18 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
     }
 }
 
-/// Whether a result object says `isError: true` (what the audit log records).
+/// Whether a result object says `isError: true` (what the audit log records): the key, then
+/// `true` after the colon and any whitespace.
 pub(crate) fn is_tool_error(result: &[u8]) -> bool {
-    result
-        .windows(14)
-        .any(|w| w == br#""isError":true"# || w == br#""isError": tru"#)
+    const KEY: &[u8] = br#""isError""#;
+    result.windows(KEY.len()).enumerate().any(|(i, w)| {
+        w == KEY
+            && result[i + KEY.len()..]
+                .iter()
+                .skip_while(|b| b.is_ascii_whitespace() || **b == b':')
+                .take(4)
+                .eq(b"true".iter())
+    })
 }
 
 static REFERENCE: AtomicU64 = AtomicU64::new(1);
@@ -147,6 +154,8 @@ mod tests {
             Cow::Borrowed(_)
         ));
         assert!(is_tool_error(br#"{"content":[],"isError":true}"#));
+        assert!(is_tool_error(br#"{"isError" :  true, "content":[]}"#));
+        assert!(!is_tool_error(br#"{"isError": false}"#));
         assert!(!is_tool_error(old));
     }
 
