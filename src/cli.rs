@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use tokio_util::sync::CancellationToken;
 
 use crate::driver::{self, RunOptions};
 use crate::init::InitOptions;
@@ -61,6 +60,10 @@ pub enum Command {
         /// format) or `junit` (XML: each threshold and check a test case).
         #[arg(long, default_value = "text")]
         format: SummaryFormat,
+        /// After SIGINT, SIGTERM or SIGHUP: how long requests in flight get to finish (at most
+        /// the request timeout) before they are cancelled; a second signal cancels them at once.
+        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
+        grace: Duration,
         #[command(flatten)]
         overrides: Overrides,
         #[command(flatten)]
@@ -471,6 +474,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             codec,
             workers,
             format,
+            grace,
             overrides,
             display,
         } => {
@@ -490,6 +494,7 @@ pub fn execute(cli: Cli) -> ExitCode {
                 codec,
                 workers,
                 scenario_file: scenario.display().to_string(),
+                grace,
                 ..RunOptions::default()
             };
             use std::io::IsTerminal;
@@ -677,8 +682,8 @@ fn run(
         Ok(p) => Arc::new(p),
         Err(e) => return error(e),
     };
-    let interrupt = CancellationToken::new();
-    watch_ctrl_c(interrupt.clone(), display);
+    let interrupt = driver::Interrupt::default();
+    watch_signals(interrupt.clone(), display);
     let mut watcher = match Watcher::start(display, interrupt.clone(), metrics) {
         Ok(w) => w,
         Err(e) => return error(format_args!("cannot start the display: {e}")),
@@ -727,7 +732,7 @@ fn run(
         Err(e) => return error(e),
     };
     print!("{rendered}");
-    let by_signal = interrupt.is_cancelled() && !watcher.stopped_by_viewer();
+    let by_signal = interrupt.is_requested() && !watcher.stopped_by_viewer();
     if by_signal {
         eprintln!("interrupted: partial results written to {}", dir.display());
         return ExitCode::from(EXIT_ERROR);
@@ -746,22 +751,38 @@ fn run(
     ExitCode::SUCCESS
 }
 
-/// Cancels `token` on the first Ctrl-C; a second Ctrl-C exits at once. (On the dashboard the
-/// terminal is in raw mode: Ctrl-C arrives as a key, and `kill -INT` as a signal.)
-fn watch_ctrl_c(token: CancellationToken, display: Display) {
+/// SIGINT, SIGTERM and SIGHUP stop the run: the first lets requests in flight drain for the
+/// grace, the second cancels them at once (results are written either way), a third exits at
+/// once with 130. (On the dashboard the terminal is in raw mode: Ctrl-C arrives as a key, and
+/// `kill -INT` as a signal.)
+fn watch_signals(interrupt: driver::Interrupt, display: Display) {
     let quiet = matches!(display, Display::Dashboard { .. });
+    // Caught from here on (not from when the thread gets to run).
+    let Some((rt, mut signals)) = Signals::caught() else {
+        return;
+    };
     let _ = std::thread::Builder::new().name("mcpbench-signals".into()).spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
         rt.block_on(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                if !quiet {
-                    eprintln!("\ninterrupted: stopping, writing what was measured (Ctrl-C again to quit at once)");
+            for n in 0.. {
+                let Some(name) = signals.next().await else { return };
+                match n {
+                    0 => {
+                        if !quiet {
+                            eprintln!("\n{name}: no new requests, draining those in flight, then writing the results (again to cancel them)");
+                        }
+                        interrupt.request(name);
+                    }
+                    1 => {
+                        if !quiet {
+                            eprintln!("{name}: cancelling the requests in flight, writing the results (again to quit at once)");
+                        }
+                        interrupt.request(name);
+                    }
+                    _ => {
+                        crate::ui::restore_terminal();
+                        std::process::exit(130);
+                    }
                 }
-                token.cancel();
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                crate::ui::restore_terminal();
-                std::process::exit(130);
             }
         });
     });
@@ -948,42 +969,88 @@ fn serve(o: Serve) -> ExitCode {
         servers.sse_url(),
         servers.ws_url()
     );
+    // Caught before the banner, which tells scripts they may signal.
+    let caught = Signals::caught();
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     drop(out);
-    wait_for_ctrl_c();
+    if let Some((rt, mut signals)) = caught {
+        let name = rt.block_on(signals.next());
+        eprintln!(
+            "{}: stopping: no new connections, requests in flight get {} to finish",
+            name.unwrap_or("signal"),
+            mcpbench_knobs::format_duration(mock_backend::accept::DEFAULT_GRACE)
+        );
+        // A second signal does not wait for the drain.
+        let _ = std::thread::Builder::new()
+            .name("mcpbench-signals".into())
+            .spawn(move || {
+                rt.block_on(signals.next());
+                std::process::exit(130);
+            });
+    }
+    // Dropping the servers drains them (graceful shutdown, bounded by the grace).
     drop(servers);
     ExitCode::SUCCESS
 }
 
-/// Blocks until SIGINT (or SIGTERM on Unix).
-fn wait_for_ctrl_c() {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
-    rt.block_on(signalled());
-}
-
-/// Completes on SIGINT (or SIGTERM on Unix). Nothing is registered until it is first polled,
+/// Completes on SIGINT, SIGTERM or SIGHUP. Nothing is registered until it is first polled,
 /// so it can be made outside a runtime.
 async fn signalled() {
+    Signals::new().next().await;
+}
+
+/// SIGINT, SIGTERM and SIGHUP (Ctrl-C where there are no Unix signals), caught from creation
+/// on: registering replaces their default action (termination) for good.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
+    streams: Option<[tokio::signal::unix::Signal; 3]>,
+}
+
+impl Signals {
+    /// A runtime to await them on, and the signals caught from now on.
+    fn caught() -> Option<(tokio::runtime::Runtime, Signals)> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let signals = {
+            let _in = rt.enter();
+            Signals::new()
+        };
+        Some((rt, signals))
     }
-    let _ = tokio::signal::ctrl_c().await;
+
+    /// Must be called inside a runtime with signals enabled.
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let streams = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                (Ok(int), Ok(term), Ok(hup)) => Some([int, term, hup]),
+                _ => None,
+            };
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The next signal, by name; `None` if none can be awaited.
+    async fn next(&mut self) -> Option<&'static str> {
+        #[cfg(unix)]
+        if let Some([int, term, hup]) = &mut self.streams {
+            return tokio::select! {
+                _ = int.recv() => Some("SIGINT"),
+                _ = term.recv() => Some("SIGTERM"),
+                _ = hup.recv() => Some("SIGHUP"),
+            };
+        }
+        tokio::signal::ctrl_c().await.ok().map(|()| "Ctrl-C")
+    }
 }

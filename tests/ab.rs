@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpbench::driver::{self, RunOptions};
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{capacity, scratch};
 
@@ -36,7 +35,8 @@ fn added_latency_matches_an_injected_delay() {
         live: Some(Arc::new(live)),
         ..RunOptions::default()
     };
-    let (report, out) = driver::ab::ab(plan, &opts, CancellationToken::new()).unwrap();
+    let (report, out) =
+        driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
     // The dashboard's header names the slice and the comparison so far.
     let last = watched
         .borrow()
@@ -133,7 +133,7 @@ fn the_ceiling_guard_marks_a_saturated_baseline() {
         output: Some(dir.path().join("ab")),
         ..RunOptions::default()
     };
-    let (report, _) = driver::ab::ab(plan, &opts, CancellationToken::new()).unwrap();
+    let (report, _) = driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
     let bound = report.levels[0]
         .upstream_bound
         .as_deref()

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use mcpbench::driver::{self, RunOptions};
 use mcpbench::server::ResponseMode;
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{backend_stats, repo, scratch, servers, wait_until};
 
@@ -192,7 +191,12 @@ fn quickstart_scenario_runs_clean() {
         output: Some(dir.path().join("q")),
         ..RunOptions::default()
     };
-    let out = driver::run(Arc::new(plan), &opts, CancellationToken::new()).unwrap();
+    let out = driver::run(
+        Arc::new(plan),
+        &opts,
+        mcpbench::driver::Interrupt::default(),
+    )
+    .unwrap();
     let t = &out.summary.totals;
     assert!(t.ok > 100, "{t:?}");
     assert_eq!((t.failed, t.cancelled, t.unaccounted), (0, 0, 0), "{t:?}");
@@ -211,10 +215,34 @@ fn quickstart_scenario_runs_clean() {
     );
 }
 
-/// Ctrl-C (an interrupt) stops the run early, counts what was in flight, and still writes
-/// the results.
+/// Ctrl-C (an interrupt) stops the run early: no new requests, those in flight drain for the
+/// grace (or are cancelled when it is zero, or at a second interrupt), and the results are
+/// still written, every request counted once.
 #[test]
-fn interrupt_writes_partial_results() {
+fn interrupt_drains_then_writes_partial_results() {
+    // Drained: the 4 calls in flight (300 ms each) finish within the 5 s grace.
+    let s = interrupted_run(std::time::Duration::from_secs(5), 1);
+    let call = op(&s, "tools/call:search-contacts");
+    assert_eq!(call.outcomes.cancelled, 0, "{:?}", call.outcomes);
+    assert!(call.outcomes.ok >= 8, "{:?}", call.outcomes);
+    // No grace: the 4 in flight are cancelled, not lost.
+    let s = interrupted_run(std::time::Duration::ZERO, 1);
+    let call = op(&s, "tools/call:search-contacts");
+    assert_eq!(call.outcomes.cancelled, 4, "{:?}", call.outcomes);
+    // A second interrupt skips the drain.
+    let s = interrupted_run(std::time::Duration::from_secs(30), 2);
+    let call = op(&s, "tools/call:search-contacts");
+    assert_eq!(call.outcomes.cancelled, 4, "{:?}", call.outcomes);
+    assert!(
+        s.notes.iter().any(|n| n.contains("interrupted by test")),
+        "{:?}",
+        s.notes
+    );
+}
+
+/// A run of 4 users against a backend that answers in 300 ms, interrupted `times` once 8 calls
+/// reached the backend.
+fn interrupted_run(grace: std::time::Duration, times: usize) -> mcpbench::report::Summary {
     let dir = scratch();
     // Every call waits 300 ms in the backend, whose counters say how far the run got.
     let knobs = mock_backend::Knobs {
@@ -240,7 +268,7 @@ arguments = {{ query = "Leanne" }}
         srv.mcp_url()
     );
     let plan = Arc::new(mcpbench::scenario::parse("i.toml", &text, &|_| None).unwrap());
-    let interrupt = CancellationToken::new();
+    let interrupt = mcpbench::driver::Interrupt::default();
     let trigger = interrupt.clone();
     let backend = srv.backend_addr.expect("a mock backend");
     std::thread::spawn(move || {
@@ -251,29 +279,31 @@ arguments = {{ query = "Leanne" }}
                 .as_u64()
                 .is_some_and(|n| n >= 8)
         });
-        trigger.cancel();
+        for _ in 0..times {
+            trigger.request("test");
+        }
     });
     let opts = RunOptions {
         output: Some(dir.path().join("i")),
+        grace,
         ..RunOptions::default()
     };
     let out = driver::run(plan, &opts, interrupt).unwrap();
-    let s = &out.summary;
+    let s = out.summary;
     assert!(s.interrupted);
-    let sleep = op(s, "tools/call:search-contacts");
-    assert!(sleep.outcomes.ok >= 4, "{:?}", sleep.outcomes);
-    assert_eq!(
-        sleep.outcomes.cancelled, 4,
-        "the 4 requests in flight are cancelled, not lost"
-    );
-    assert_eq!(
-        sleep.started,
-        sleep.completed + sleep.failed + sleep.cancelled
-    );
+    let call = op(&s, "tools/call:search-contacts");
+    assert!(call.outcomes.ok >= 4, "{:?}", call.outcomes);
+    assert_eq!(call.started, call.completed + call.failed + call.cancelled);
+    // Every call the generator started and did not cancel reached the backend.
+    let reached = backend_stats(backend)["routes"]["contacts"]["requests"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(reached >= call.completed, "{reached} < {}", call.completed);
     assert!(out.dir.join("summary.json").is_file());
     assert!(
         s.measured_seconds < 30.0,
         "stopped early: {}",
         s.measured_seconds
     );
+    s
 }

@@ -370,7 +370,7 @@ fn ab_finds_the_delay_injected_in_the_reference_gateway() {
         ..Default::default()
     };
     let (report, _) =
-        mcpbench::driver::ab::ab(plan, &opts, tokio_util::sync::CancellationToken::new()).unwrap();
+        mcpbench::driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
     let added = |target: &str| {
         report.levels[0]
             .comparisons
@@ -474,7 +474,7 @@ fn oauth_client_credentials_tokens_per_user() {
     let out = mcpbench::driver::run(
         Arc::new(plan),
         &opts,
-        tokio_util::sync::CancellationToken::new(),
+        mcpbench::driver::Interrupt::default(),
     )
     .expect("the run finishes");
     let s = &out.summary;

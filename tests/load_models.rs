@@ -7,7 +7,6 @@ use std::sync::Arc;
 use mcpbench::driver::{self, RunOptions};
 use mcpbench::report::Summary;
 use mcpbench::server::ResponseMode;
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{capacity, csv_numbers, run_in, scratch, servers};
 
@@ -281,7 +280,7 @@ fn find_max_on(
         output: Some(dir.join("fm")),
         ..RunOptions::default()
     };
-    driver::findmax::find_max(plan, &opts, CancellationToken::new()).unwrap()
+    driver::findmax::find_max(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap()
 }
 
 /// The adaptive find-max (exponential growth, bisection, a confirmation stage) lands within

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use mcpbench::driver::{self, RunOptions};
 use mcpbench::report::Summary;
 use mcpbench::server::ResponseMode;
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{scratch, servers};
 
@@ -309,9 +308,13 @@ fn timeouts_are_counted_and_cancelled() {
             output: Some(dir.path().join("run")),
             ..RunOptions::default()
         };
-        let s = driver::run(Arc::new(plan), &opts, CancellationToken::new())
-            .unwrap()
-            .summary;
+        let s = driver::run(
+            Arc::new(plan),
+            &opts,
+            mcpbench::driver::Interrupt::default(),
+        )
+        .unwrap()
+        .summary;
         let op = s
             .operations
             .iter()
@@ -394,7 +397,7 @@ fn tls_https_h1_h2_wss_and_trust() {
     let err = driver::run(
         Arc::new(plan),
         &RunOptions::default(),
-        CancellationToken::new(),
+        mcpbench::driver::Interrupt::default(),
     )
     .expect_err("untrusted certificate");
     let msg = err.to_string();

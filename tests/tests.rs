@@ -22,4 +22,5 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod signals;
 mod terminal;

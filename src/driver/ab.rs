@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
 use super::findmax::at_level;
 use super::{RunError, RunOptions, run};
 use crate::report::ab::{AbLevel, AbReport, Slice};
@@ -22,7 +20,7 @@ use crate::scenario::plan::Model;
 pub fn ab(
     plan: Arc<Plan>,
     opts: &RunOptions,
-    interrupt: CancellationToken,
+    interrupt: super::Interrupt,
 ) -> Result<(AbReport, PathBuf), RunError> {
     let ab = plan.ab.clone().ok_or_else(|| {
         RunError::Runtime(std::io::Error::other("the scenario has no [[targets]]"))

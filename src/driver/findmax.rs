@@ -13,8 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::{RunError, RunOptions, run};
 use crate::report::Summary;
 use crate::report::sweep::{self, FindMaxReport, Stage, StepResult};
@@ -41,7 +39,7 @@ pub fn evaluate(s: &Summary) -> (f64, f64, f64) {
         }
     }
     let t = &s.totals;
-    let ended = t.completed + t.failed + t.cancelled;
+    let ended = t.completed + t.failed;
     let errors = (t.error_rate * ended as f64).round() + t.dropped as f64;
     let denom = ended as f64 + t.dropped as f64;
     let error_rate = if denom > 0.0 { errors / denom } else { 0.0 };
@@ -240,7 +238,7 @@ pub(super) fn at_level(plan: &Plan, level: f64, duration: Duration) -> Plan {
 pub fn find_max(
     plan: Arc<Plan>,
     opts: &RunOptions,
-    interrupt: CancellationToken,
+    interrupt: super::Interrupt,
 ) -> Result<(FindMaxReport, PathBuf), RunError> {
     let fm = plan.find_max.clone().ok_or_else(|| {
         RunError::Runtime(std::io::Error::other("the scenario has no [find_max]"))

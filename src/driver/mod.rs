@@ -33,6 +33,51 @@ use crate::transport::Endpoint;
 use preflight::Preflight;
 use resolve::Resolved;
 
+/// How a run is stopped early (a signal, `q` on the dashboard). The first request stops new
+/// requests and lets those in flight finish for [`RunOptions::grace`]; a second cancels them at
+/// once. Either way the results are written, marked interrupted.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt {
+    stop: CancellationToken,
+    now: CancellationToken,
+    cause: Arc<std::sync::OnceLock<String>>,
+}
+
+impl Interrupt {
+    /// Asks the run to stop (the first time) or to stop at once (any later time), giving the
+    /// cause ("SIGTERM") for the results' notes. Returns whether this was the first request.
+    pub fn request(&self, cause: &str) -> bool {
+        if self.stop.is_cancelled() {
+            self.now.cancel();
+            return false;
+        }
+        let _ = self.cause.set(cause.to_string());
+        self.stop.cancel();
+        true
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn is_requested(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// What asked first.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.get().map(String::as_str)
+    }
+
+    async fn requested(&self) {
+        self.stop.cancelled().await
+    }
+
+    async fn hurried(&self) {
+        self.now.cancelled().await
+    }
+}
+
+/// How long requests in flight get to finish after an interrupt, by default.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
 /// How to run (beyond what the scenario says).
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -54,6 +99,9 @@ pub struct RunOptions {
     /// What this run is part of (a find-max step, an A/B slice and the comparison so far),
     /// shown after the scenario's name on the dashboard.
     pub label: Option<String>,
+    /// After an interrupt, how long requests in flight get to finish before they are cancelled
+    /// (never longer than the request timeout).
+    pub grace: Duration,
 }
 
 impl Default for RunOptions {
@@ -68,6 +116,7 @@ impl Default for RunOptions {
             workers: None,
             scenario_file: String::new(),
             label: None,
+            grace: DEFAULT_GRACE,
         }
     }
 }
@@ -226,11 +275,11 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
         .map_err(RunError::Runtime)
 }
 
-/// Runs a plan to the end (or until `interrupt` is cancelled) and writes its results.
+/// Runs a plan to the end (or until `interrupt` asks it to stop) and writes its results.
 pub fn run(
     plan: Arc<Plan>,
     opts: &RunOptions,
-    interrupt: CancellationToken,
+    interrupt: Interrupt,
 ) -> Result<RunOutput, RunError> {
     let rt = runtime()?;
     let plan = match with_tool_prefix(&plan) {
@@ -320,8 +369,13 @@ pub fn run(
         sink.send_replace(Some(Arc::new(live.clone())));
         Watch { sink, live }
     });
-    let (interrupted, threshold_stop) =
-        rt.block_on(collect(&ctx, &mut collector, rx, &interrupt, &mut watch));
+    let (stopped, threshold_stop) = rt.block_on(collect(
+        &ctx,
+        &mut collector,
+        rx,
+        (&interrupt, opts.grace),
+        &mut watch,
+    ));
     for t in threads {
         let _ = t.join();
     }
@@ -333,6 +387,12 @@ pub fn run(
     }
 
     let mut notes = Vec::new();
+    if let Some(s) = &stopped {
+        let cancelled = collector
+            .totals
+            .class_total(crate::metrics::outcome::Class::Cancelled);
+        notes.push(s.note(interrupt.cause(), cancelled));
+    }
     if let Some(n) = &threshold_stop {
         notes.push(n.clone());
     }
@@ -351,7 +411,7 @@ pub fn run(
         target,
         workers,
         measured: run_end.saturating_duration_since(ctx.warmup_end.min(run_end)),
-        interrupted: interrupted || threshold_stop.is_some(),
+        interrupted: stopped.is_some() || threshold_stop.is_some(),
         cpu: collector.ends.iter().map(|e| e.cpu).sum(),
         notes,
     };
@@ -486,6 +546,8 @@ fn context(
         grid: Grid::new(opts.interval, plan.load.warmup, plan.load.duration),
         abort: CancellationToken::new(),
         aborted: std::sync::atomic::AtomicBool::new(false),
+        drain: CancellationToken::new(),
+        stop: std::sync::atomic::AtomicBool::new(false),
         workers,
         seed: started_wall
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -493,24 +555,28 @@ fn context(
     }
 }
 
-/// Merges the workers' shards until every worker has ended; aborts the workers on
-/// `interrupt`, when requests still run past the drain deadline (end + timeout + 2 s), or
-/// (`abort_on_fail`) when a threshold is breached. Returns whether the run was interrupted,
-/// and why a threshold stopped it.
+/// Merges the workers' shards until every worker has ended. On `interrupt` no new request
+/// starts and those in flight get `grace` (at most the request timeout) before they are
+/// cancelled, at once on a second interrupt; they are also cancelled when they still run past
+/// the drain deadline (end + timeout + 2 s), or (`abort_on_fail`) when a threshold is breached.
+/// Returns how the run was interrupted, and why a threshold stopped it.
 async fn collect(
     ctx: &runner::Ctx,
     collector: &mut Collector,
     mut rx: UnboundedReceiver<ShardMsg>,
-    interrupt: &CancellationToken,
+    (interrupt, grace): (&Interrupt, Duration),
     watch: &mut Option<Watch>,
-) -> (bool, Option<String>) {
+) -> (Option<Stopped>, Option<String>) {
     let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let abort = || {
+        ctx.stop.store(true, Ordering::Relaxed);
         ctx.aborted.store(true, Ordering::Relaxed);
         ctx.abort.cancel();
     };
-    let mut interrupted = false;
+    let mut stopped: Option<Stopped> = None;
     let mut threshold_stop = None;
+    // Far enough never to fire before an interrupt sets it.
+    let mut grace_end = drain_deadline + Duration::from_secs(3600);
     loop {
         tokio::select! {
             msg = rx.recv() => match msg {
@@ -526,19 +592,72 @@ async fn collect(
                         abort();
                     }
                     if collector.all_done() {
-                        return (interrupted, threshold_stop);
+                        return (stopped, threshold_stop);
                     }
                 }
-                None => return (interrupted, threshold_stop),
+                None => return (stopped, threshold_stop),
             },
-            _ = interrupt.cancelled(), if !interrupted => {
-                interrupted = true;
+            _ = interrupt.requested(), if stopped.is_none() => {
+                let now = Instant::now();
+                let grace = grace.min(ctx.timeout);
+                stopped = Some(Stopped {
+                    at: now.saturating_duration_since(ctx.start),
+                    grace,
+                    hurried: false,
+                });
+                ctx.stop.store(true, Ordering::Relaxed);
+                ctx.drain.cancel();
+                grace_end = now + grace;
+                if grace.is_zero() {
+                    abort();
+                }
+            }
+            _ = interrupt.hurried(), if stopped.as_ref().is_some_and(|s| !s.hurried) => {
+                if let Some(s) = stopped.as_mut() {
+                    s.hurried = true;
+                }
+                abort();
+            }
+            _ = tokio::time::sleep_until(grace_end.into()), if !ctx.abort.is_cancelled() => {
                 abort();
             }
             _ = tokio::time::sleep_until(drain_deadline.into()), if !ctx.abort.is_cancelled() => {
                 abort();
             }
         }
+    }
+}
+
+/// How an interrupted run stopped.
+#[derive(Debug, Clone, Copy)]
+struct Stopped {
+    /// When, from the start of the run.
+    at: Duration,
+    /// What the requests in flight were given.
+    grace: Duration,
+    /// A second interrupt cut the grace short.
+    hurried: bool,
+}
+
+impl Stopped {
+    /// The note in the summary: what stopped the run and what became of the requests in flight.
+    fn note(&self, cause: Option<&str>, cancelled: u64) -> String {
+        let drained = if self.hurried {
+            "a second interrupt cancelled the requests still in flight".to_string()
+        } else if self.grace.is_zero() {
+            "requests in flight were cancelled (no grace)".to_string()
+        } else {
+            format!(
+                "requests in flight had {} to finish",
+                mcpbench_knobs::format_duration(self.grace)
+            )
+        };
+        format!(
+            "interrupted by {} at {:.1}s: no new requests; {drained}; {cancelled} cancelled \
+             (counted apart, not as errors)",
+            cause.unwrap_or("a signal"),
+            self.at.as_secs_f64()
+        )
     }
 }
 

@@ -76,8 +76,13 @@ pub struct Ctx {
     /// Cancels in-flight requests (Ctrl-C, or the drain deadline passed). Workers wait on it
     /// once; requests don't (a per-request wait would take the token's lock every time).
     pub abort: CancellationToken,
-    /// Mirrors `abort` as a plain flag for the per-request stop check.
+    /// Mirrors `abort` as a plain flag.
     pub aborted: AtomicBool,
+    /// Ends the waits between requests (think time, back-off, arrivals) when the run is
+    /// interrupted: requests in flight drain, no new one starts.
+    pub drain: CancellationToken,
+    /// No new requests (an interrupt, or an abort): the per-request stop check.
+    pub stop: AtomicBool,
     pub seed: u64,
     pub workers: usize,
 }
@@ -103,7 +108,7 @@ impl Ctx {
     }
 
     fn stopping(&self, now: Instant) -> bool {
-        now >= self.end || self.aborted.load(Ordering::Relaxed)
+        now >= self.end || self.stop.load(Ordering::Relaxed)
     }
 }
 
@@ -192,6 +197,11 @@ impl Pool {
                 w.wake();
             }
         }
+    }
+
+    /// The run was interrupted: arrivals still queued will not be sent; their intended starts.
+    pub(crate) fn clear_backlog(&self) -> Vec<Instant> {
+        self.backlog.borrow_mut().drain(..).collect()
     }
 
     /// Waits for the next arrival for virtual user `vu` (`first`: it starts idle and has not
@@ -442,24 +452,36 @@ async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
         return;
     };
     let mut arrivals = Arrivals::new(rate, *arrival, worker, ctx.workers, ctx.seed);
-    release_arrivals(
+    let mut clock = DispatchClock::precise();
+    let on_release = |intended: Instant, now: Instant, released: bool| {
+        let phase = ctx.phase(intended);
+        let mut rec = drive.shards.at(now);
+        rec.late(phase, now.saturating_duration_since(intended));
+        if !released {
+            rec.drop_arrival(phase);
+        }
+    };
+    let release = release_arrivals(
         &mut arrivals,
-        &mut DispatchClock::precise(),
+        &mut clock,
         ctx.start,
         ctx.end,
         &pool,
         &drive.quota,
-        &|intended, now, released| {
-            let phase = ctx.phase(intended);
+        &on_release,
+        &ctx.stop,
+    );
+    tokio::select! {
+        _ = release => {}
+        _ = ctx.drain.cancelled() => {
+            // Interrupted: arrivals still queued are not sent; they count as dropped.
+            let now = Instant::now();
             let mut rec = drive.shards.at(now);
-            rec.late(phase, now.saturating_duration_since(intended));
-            if !released {
-                rec.drop_arrival(phase);
+            for intended in pool.clear_backlog() {
+                rec.drop_arrival(ctx.phase(intended));
             }
-        },
-        &ctx.aborted,
-    )
-    .await;
+        }
+    }
     pool.close();
 }
 
@@ -474,12 +496,12 @@ pub(crate) async fn release_arrivals(
     pool: &Pool,
     quota: &Quota,
     on_release: &dyn Fn(Instant, Instant, bool),
-    aborted: &AtomicBool,
+    stop: &AtomicBool,
 ) {
     let mut next = arrivals.next_at();
     while let Some(t) = next {
         let intended = start + Duration::from_secs_f64(t);
-        if intended >= end || aborted.load(Ordering::Relaxed) {
+        if intended >= end || stop.load(Ordering::Relaxed) {
             return;
         }
         clock.sleep_until(intended).await;
@@ -578,9 +600,12 @@ async fn run_vus<S: Session + 'static, F: Fn(Arc<Endpoint>) -> S>(
     }
 }
 
-/// Waits `d`, or until the end of the run. (An abort cancels the whole task.)
+/// Waits `d`, or until the end of the run or an interrupt. (An abort cancels the whole task.)
 async fn pause(ctx: &Ctx, d: Duration) {
-    tokio::time::sleep_until((Instant::now() + d).min(ctx.end).into()).await;
+    tokio::select! {
+        _ = tokio::time::sleep_until((Instant::now() + d).min(ctx.end).into()) => {}
+        _ = ctx.drain.cancelled() => {}
+    }
 }
 
 /// Exponential back-off after failures that would otherwise spin (refused connections).
@@ -730,10 +755,12 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         {
             let t0 = Instant::now();
             shards.at(t0).started(*op, phase);
+            track(*op, phase, t0, None);
             let got = match tokio::time::timeout(ctx.timeout, endpoint.fetch()).await {
                 Ok(r) => r,
                 Err(_) => Err(Outcome::Timeout),
             };
+            untrack();
             let done = Instant::now();
             let outcome = got.as_ref().err().copied().unwrap_or(Outcome::Ok);
             shards

@@ -394,16 +394,15 @@ impl Collector {
             out.push(self.finish_interval(self.next, p.merged));
             self.next += 1;
         }
+        if !out.is_empty() {
+            // Once per interval: what a killed run (SIGKILL) leaves behind is readable up to
+            // its last complete interval.
+            self.flush_files();
+        }
         out
     }
 
-    /// Flushes whatever is pending (at the end, or after an abort).
-    pub fn finish(&mut self) -> Vec<IntervalSnapshot> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut out = Vec::new();
-        for (index, p) in pending {
-            out.push(self.finish_interval(index, p.merged));
-        }
+    fn flush_files(&mut self) {
         if let Some(h) = &mut self.hlog
             && let Err(e) = h.flush()
         {
@@ -414,6 +413,16 @@ impl Collector {
         {
             self.hlog_error.get_or_insert(e);
         }
+    }
+
+    /// Flushes whatever is pending (at the end, or after an abort).
+    pub fn finish(&mut self) -> Vec<IntervalSnapshot> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut out = Vec::new();
+        for (index, p) in pending {
+            out.push(self.finish_interval(index, p.merged));
+        }
+        self.flush_files();
         out
     }
 

@@ -241,12 +241,19 @@ impl OutcomeCounts {
         self.by_class[c as usize]
     }
 
-    /// Everything that is not `ok` or `tool_error`.
+    /// Everything that is not `ok`, `tool_error`, `input_required` or `cancelled`.
     pub fn errors(&self) -> u64 {
-        self.total()
+        self.judged()
             - self.get(Class::Ok)
             - self.get(Class::ToolError)
             - self.get(Class::InputRequired)
+    }
+
+    /// Requests with a verdict on the target: all but `cancelled` ones (cut short by the
+    /// generator — an interrupt, the end of the drain — they say nothing about the target).
+    /// The denominator of error rates.
+    pub fn judged(&self) -> u64 {
+        self.total() - self.get(Class::Cancelled)
     }
 
     /// Every outcome but `ok` and `input_required` that occurred, with its count: each
@@ -317,6 +324,7 @@ mod tests {
         assert_eq!(b.http_statuses, vec![(500, 4), (404, 2)]);
         assert_eq!(b.protocol[ProtocolKind::WrongId as usize], 2);
         assert_eq!(b.errors(), 12);
+        assert_eq!(b.judged(), 16);
         assert_eq!(Outcome::Http(503).to_string(), "http(503)");
         assert_eq!(Outcome::Http(401).to_string(), "http(401 auth)");
         assert_eq!(Outcome::Http(403).to_string(), "http(403 forbidden)");

@@ -321,6 +321,12 @@ impl Recorder {
         }
     }
 
+    /// Requests of one outcome class, every operation and phase together.
+    pub fn class_total(&self, c: Class) -> u64 {
+        let measured: u64 = self.ops.iter().map(|o| o.counts.get(c)).sum();
+        measured + self.warmup.iter().map(|(_, w)| w.get(c)).sum::<u64>()
+    }
+
     pub fn merge(&mut self, other: &Recorder) {
         for (m, t) in self.ops.iter_mut().zip(&other.ops) {
             m.merge(t);

@@ -96,8 +96,8 @@ pub struct Live {
     pub rate_now: Vec<f64>,
     /// Outcomes of every measured request so far, across operations.
     pub outcomes: Outcomes,
-    /// Measured requests ended so far, and those that failed (not `ok`, `tool_error` or
-    /// `input_required`: the summary's error rate).
+    /// Measured requests ended so far (but `cancelled` ones), and those that failed (not
+    /// `ok`, `tool_error` or `input_required`: the summary's error rate).
     pub ended: u64,
     pub failed: u64,
     /// Recently seen kinds of failure, the most recent first.
@@ -169,7 +169,7 @@ impl Live {
             all.merge(&s.counts);
         }
         self.outcomes = (&all).into();
-        self.ended = all.total();
+        self.ended = all.judged();
         self.failed = all.errors();
         self.note_errors(totals, snap);
         self.sessions = totals.sessions.into();

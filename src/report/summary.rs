@@ -143,7 +143,9 @@ pub struct Totals {
     pub unaccounted: i64,
     /// ok responses per second.
     pub throughput: f64,
-    /// Everything not ok, tool_error or input_required, over all ended.
+    /// Everything not ok, tool_error or input_required, over all answered or failed:
+    /// `cancelled` requests (cut short by the generator: an interrupt, the end of the drain)
+    /// are in neither.
     pub error_rate: f64,
     /// Open loop: arrivals not sent because `max_in_flight` requests were in flight.
     pub dropped: u64,
@@ -402,8 +404,10 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
     let ok = sum(|o| o.outcomes.ok);
     // Errors: everything but ok, tool_error and input_required.
     let rpc_errors = sum(|o| o.outcomes.rpc_error.values().sum());
-    let errors = rpc_errors + failed + cancelled;
-    let ended = completed + failed + cancelled;
+    // Cancelled requests (cut short by the generator) are neither errors nor judged.
+    let errors = rpc_errors + failed;
+    let judged = completed + failed;
+    let ended = judged + cancelled;
     Totals {
         started,
         completed,
@@ -412,8 +416,8 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
         ok,
         unaccounted: started as i64 - ended as i64,
         throughput: rate(ok, seconds),
-        error_rate: if ended > 0 {
-            errors as f64 / ended as f64
+        error_rate: if judged > 0 {
+            errors as f64 / judged as f64
         } else {
             0.0
         },

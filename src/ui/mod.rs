@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::metrics::collector::IntervalSnapshot;
 use crate::metrics::grid::Phase;
@@ -68,7 +67,7 @@ impl Watcher {
     /// dashboard turns `q`, Esc and Ctrl-C into `interrupt`.
     pub fn start(
         display: Display,
-        interrupt: CancellationToken,
+        interrupt: crate::driver::Interrupt,
         metrics: Option<std::net::TcpListener>,
     ) -> std::io::Result<Watcher> {
         let stopped = Arc::new(AtomicBool::new(false));
@@ -212,7 +211,7 @@ const PANIC_FOR_TEST: &str = "MCPBENCH_TEST_DASHBOARD_PANIC";
 /// [`FRAME`]; stop the run on `q`, Esc or Ctrl-C; at the end wait for a key.
 /// How the dashboard stops a run.
 struct Stop {
-    interrupt: CancellationToken,
+    interrupt: crate::driver::Interrupt,
     by_viewer: Arc<AtomicBool>,
 }
 
@@ -302,7 +301,7 @@ fn dashboard(
 impl Stop {
     fn now(&self, state: &mut ViewState) {
         self.by_viewer.store(true, Ordering::Relaxed);
-        self.interrupt.cancel();
+        self.interrupt.request("the dashboard");
         state.stopping = true;
     }
 }

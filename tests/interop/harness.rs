@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use mcpbench::driver::{self, RunError, RunOptions};
 use mcpbench::report::Summary;
 use mcpbench::report::summary::Operation;
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{HANG, repo, scratch};
 
@@ -238,7 +237,12 @@ pub fn try_run(label: &str, target: &str, load: Load, workload: &str) -> Result<
         output: Some(dir.path().join("run")),
         ..RunOptions::default()
     };
-    driver::run(Arc::new(plan), &opts, CancellationToken::new()).map(|r| r.summary)
+    driver::run(
+        Arc::new(plan),
+        &opts,
+        mcpbench::driver::Interrupt::default(),
+    )
+    .map(|r| r.summary)
 }
 
 /// Runs a scenario that must start.

@@ -193,7 +193,7 @@ pub fn run_in(
     mcpbench::driver::run(
         std::sync::Arc::new(plan),
         &opts,
-        tokio_util::sync::CancellationToken::new(),
+        mcpbench::driver::Interrupt::default(),
     )
 }
 
