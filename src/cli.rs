@@ -115,6 +115,10 @@ pub enum Command {
         /// resources, completions and logging (the benchmark catalog is unchanged).
         #[arg(long)]
         conformance: bool,
+        /// Connections open at once (WebSockets included); one more is answered 503 with
+        /// Retry-After and closed.
+        #[arg(long, value_name = "N", default_value_t = server::Config::default().max_connections)]
+        max_connections: usize,
         #[command(flatten)]
         gateway: GatewayArgs,
     },
@@ -364,6 +368,11 @@ fn error(e: impl std::fmt::Display) -> ExitCode {
 
 /// Runs the parsed command.
 pub fn execute(cli: Cli) -> ExitCode {
+    // A descriptor per connection: the usual soft limit (1024) is far below what load needs.
+    let (before, after) = driver::limits::raise_open_files();
+    if after > before {
+        tracing::debug!(before, after, "open-file limit raised to the hard limit");
+    }
     match cli.command {
         Command::Probe {
             url,
@@ -525,6 +534,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             tls_client_ca,
             tls_client_optional,
             conformance,
+            max_connections,
             gateway,
         } => serve(Serve {
             listen,
@@ -541,6 +551,7 @@ pub fn execute(cli: Cli) -> ExitCode {
                 optional: tls_client_optional,
             }),
             conformance,
+            max_connections,
             gateway,
         }),
     }
@@ -684,7 +695,11 @@ fn run(
     };
     let interrupt = driver::Interrupt::default();
     watch_signals(interrupt.clone(), display);
-    let mut watcher = match Watcher::start(display, interrupt.clone(), metrics) {
+    let stop = interrupt.clone();
+    let on_key = move || {
+        stop.request("the dashboard");
+    };
+    let mut watcher = match Watcher::start(display, on_key, metrics) {
         Ok(w) => w,
         Err(e) => return error(format_args!("cannot start the display: {e}")),
     };
@@ -803,6 +818,7 @@ struct Serve {
     /// Client certificates asked for (mutual TLS).
     clients: Option<server::tls::ClientAuth>,
     conformance: bool,
+    max_connections: usize,
     gateway: GatewayArgs,
 }
 
@@ -915,6 +931,7 @@ fn serve(o: Serve) -> ExitCode {
         catalog: o.catalog,
         page_size: o.page_size,
         backend: o.backend,
+        max_connections: o.max_connections,
         ..server::Config::default()
     };
     config.allowed_hosts.extend(o.allow_hosts);

@@ -17,7 +17,8 @@
 //!             sse_legacy)
 //! driver/     orchestration: target resolved (resolve), preflight (reachability, revision,
 //!             tools, argument schemas), the one generic runner (runner), arrival schedules
-//!             (schedule), find-max (findmax), request templates (workload)
+//!             (schedule), find-max (findmax), request templates (workload), the machine's
+//!             limits checked before load (limits)
 //! metrics/    Outcome classes (outcome); per-worker histogram shards and the counters
 //!             transports fill (recorder); the interval grid (grid); interval merging,
 //!             HdrHistogram interval log, time series (collector). Knows no transport
@@ -32,11 +33,13 @@
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio; wire, context and response helpers below
 //!             dispatch, tools, sessions and the transports; TLS
-//! //! gateway     the reference gateway's upstream side (`serve --upstream`): pooled client
+//! gateway     the reference gateway's upstream side (`serve --upstream`): pooled client
 //!             sessions to upstream servers over any transport on their own I/O threads,
 //!             behind server::proxy::Proxy
 //! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
 //!             called, one-line report (the conformance suite's client scenarios)
+//! fuzzing     (hidden) the checks of every network parser that tests/fuzz.rs and the
+//!             cargo-fuzz targets in fuzz/ share
 //! ```
 //!
 //! ARCHITECTURE.md has the file-by-file map and the layering `tests/architecture.rs` checks.
@@ -60,6 +63,8 @@
 
 pub mod cli;
 pub mod driver;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 pub mod init;
 pub mod metrics;

@@ -119,7 +119,7 @@ fn stdio_misbehaviours_land_in_their_classes() {
                 out.summary
                     .notes
                     .iter()
-                    .any(|n| n.contains("matched no request")),
+                    .any(|n| n.contains("ids never sent")),
                 "{:?}",
                 out.summary.notes
             );

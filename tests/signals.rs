@@ -33,7 +33,8 @@ arguments = {{ query = "Leanne" }}
 }
 
 /// Starts `mcpbench run FILE --no-tui --output OUT ARGS…`; returns once it reported progress
-/// (so requests are in flight), with its stderr reader.
+/// (so requests are in flight), with its stderr reader. (The caller waits for the child.)
+#[allow(clippy::zombie_processes)]
 fn start_run(
     file: &str,
     out: &Path,
@@ -52,7 +53,11 @@ fn start_run(
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "the run ended early");
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run ended early");
+        }
         if line.trim_start().starts_with('[') {
             return (child, err);
         }

@@ -3,18 +3,22 @@
 mod support;
 
 mod ab;
+mod accounting;
 mod architecture;
 mod browser;
 mod cli;
 mod credentials;
 mod e2e;
+mod fuzz;
 mod gateway;
+mod hostile;
 mod interop;
 mod load_models;
 mod matrix;
 mod outcomes;
 mod preflight;
 mod reference_server;
+mod reliability;
 mod report;
 mod server_legacy_sse;
 mod server_stateless;

@@ -7,8 +7,10 @@
 //! # Layout
 //!
 //! - [`accept`]: the one TCP accept loop of the project (TCP_NODELAY, accept-error backoff,
-//!   bounded graceful drain) and [`accept::serve_http`], which drives one HTTP/1.1 or HTTP/2
-//!   connection. The root crate's servers reuse both.
+//!   bounded graceful drain, optionally a cap on open connections) and
+//!   [`accept::serve_http`], which drives one HTTP/1.1 or HTTP/2 connection (with
+//!   [`accept::serve_http_with`]: head timeout, write-stall limit, HTTP/2 stream limit). The
+//!   root crate's servers reuse both.
 //! - [`knobs`]: [`Route`] and the `--route` overrides; the knobs themselves ([`Latency`],
 //!   [`Knobs`], durations) come from the `mcpbench-knobs` crate, shared with mcpbench.
 //! - [`data`]: the deterministic data sets: contacts (searchable, pre-rendered) and invoices

@@ -5,6 +5,7 @@
 pub mod ab;
 pub mod expect;
 pub mod findmax;
+pub mod limits;
 pub mod oauth;
 pub mod preflight;
 pub mod resolve;
@@ -146,6 +147,9 @@ pub enum RunError {
     },
     #[error("cannot start: {0}")]
     Runtime(std::io::Error),
+    /// The run does not fit in this machine's limits (open files, ports, processes).
+    #[error(transparent)]
+    Limits(#[from] limits::LimitError),
 }
 
 /// A finished run.
@@ -171,6 +175,8 @@ pub fn check(
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
     let plan = &*with_tool_prefix(plan);
+    let needs = limits::needs(plan, workers_for(plan, opts));
+    limits::Machine::read().check(&needs, limits::per_session(plan))?;
     let mut resolved = resolve::resolve(plan, opts)?;
     // With per-user credentials, the preflight speaks as the first user (and to the first
     // replica alone: a handshake-era session does not outlive a hop to another).
@@ -311,12 +317,7 @@ pub fn run(
     let csv_path = dir.join("timeseries.csv");
     let csv = CsvWriter::create(&csv_path).map_err(output_error(&csv_path))?;
 
-    let workers = opts
-        .workers
-        .or(plan.load.workers)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .min(plan.load.concurrency)
-        .max(1);
+    let workers = workers_for(&plan, opts);
     let ctx = Arc::new(context(
         &plan,
         Arc::new(resolved.endpoint.clone()),
@@ -396,6 +397,16 @@ pub fn run(
     if let Some(n) = &threshold_stop {
         notes.push(n.clone());
     }
+    let loopback = resolved
+        .endpoint
+        .net
+        .as_ref()
+        .is_none_or(|n| n.addr.ip().is_loopback());
+    notes.extend(limits::time_wait_note(
+        collector.totals.sessions.connections,
+        run_end.saturating_duration_since(ctx.start).as_secs_f64(),
+        loopback,
+    ));
     if let Some(e) = &collector.hlog_error {
         notes.push(format!("latency.hlog or timeseries.csv is incomplete: {e}"));
     }
@@ -423,6 +434,15 @@ pub fn run(
         .and_then(|run| document::write(&run));
     reports.map_err(output_error(&dir))?;
     Ok(RunOutput { summary, dir })
+}
+
+/// Worker threads: the option's, the scenario's, else one per core; at most one per user.
+fn workers_for(plan: &Plan, opts: &RunOptions) -> usize {
+    opts.workers
+        .or(plan.load.workers)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(plan.load.concurrency)
+        .max(1)
 }
 
 /// The tenants of the target's credentials, in order.

@@ -126,11 +126,50 @@ fn keeping<C: crate::transport::mux::Connector>(mut s: MuxSession<C>) -> MuxSess
 async fn open<S: Session>(s: &mut S, ep: &Endpoint) -> Result<Revision, PreflightError> {
     match tokio::time::timeout(ep.timeout, s.open()).await {
         Err(_) => Err(PreflightError::Open(describe(Outcome::Timeout))),
-        Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => {
-            Err(PreflightError::Open(describe(r.outcome)))
-        }
+        Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => Err(PreflightError::Open(refusal(
+            r.outcome,
+            s.last_message(),
+            ep.protocol,
+        ))),
         Ok(_) => Ok(s.revision().unwrap_or(ep.protocol)),
     }
+}
+
+/// Why a session could not be opened, with what the server did: the revision it answered
+/// and those mcpbench speaks, or the first bytes of what it sent.
+pub fn refusal(outcome: Outcome, said: &[u8], offered: Revision) -> String {
+    let mut why = describe(outcome);
+    let json: Option<Value> = serde_json::from_slice(said).ok();
+    let result = json.as_ref().and_then(|v| v.get("result"));
+    if outcome == Outcome::Protocol(crate::metrics::outcome::ProtocolKind::Handshake) {
+        let speaks = Revision::ALL.map(|r| r.to_string()).join(", ");
+        let answered = result
+            .and_then(|r| {
+                r.get("protocolVersion")
+                    .or_else(|| r.get("supportedVersions"))
+            })
+            .map(Value::to_string);
+        why.push_str(&match answered {
+            Some(v) => format!(
+                ": offered {offered}, the server answered protocol version {v}; mcpbench speaks {speaks}"
+            ),
+            None => format!(
+                ": offered {offered}, the answer names no protocol version mcpbench speaks ({speaks})"
+            ),
+        });
+    }
+    if !said.is_empty() && result.is_none() {
+        let text = String::from_utf8_lossy(&said[..said.len().min(200)]);
+        let text: String = text
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        why.push_str(&format!("; the server said: {}", text.trim()));
+        if said.len() > 200 {
+            why.push('…');
+        }
+    }
+    why
 }
 
 struct ListTools;

@@ -31,6 +31,10 @@ pub enum Outcome {
     Protocol(ProtocolKind),
     /// Stopped by the generator (Ctrl-C, end of drain) before an answer arrived.
     Cancelled,
+    /// The generator's machine ran out of something (file descriptors, ephemeral ports,
+    /// processes) before the request could reach the target: a limit of the test, not a
+    /// failure of the target.
+    Local(LocalKind),
 }
 
 /// The outcome classes, as array indexes.
@@ -47,10 +51,11 @@ pub enum Class {
     Io,
     Protocol,
     Cancelled,
+    Local,
 }
 
 impl Class {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
     pub const ALL: [Class; Class::COUNT] = [
         Class::Ok,
         Class::ToolError,
@@ -63,6 +68,7 @@ impl Class {
         Class::Io,
         Class::Protocol,
         Class::Cancelled,
+        Class::Local,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +84,7 @@ impl Class {
             Class::Io => "io",
             Class::Protocol => "protocol",
             Class::Cancelled => "cancelled",
+            Class::Local => "local",
         }
     }
 
@@ -108,7 +115,62 @@ impl Outcome {
             Outcome::Io => Class::Io,
             Outcome::Protocol(_) => Class::Protocol,
             Outcome::Cancelled => Class::Cancelled,
+            Outcome::Local(_) => Class::Local,
         }
+    }
+}
+
+/// What the generator's machine ran out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LocalKind {
+    /// `EMFILE`/`ENFILE`: the open-file limit (of the process or the system).
+    FdLimit,
+    /// `EADDRNOTAVAIL`: no ephemeral port left for a new connection (often ports held in
+    /// TIME_WAIT by connections closed at a high rate).
+    NoPorts,
+    /// `EAGAIN` from spawning a stdio target: the process limit.
+    ProcessLimit,
+}
+
+impl LocalKind {
+    pub const COUNT: usize = 3;
+    pub const ALL: [LocalKind; LocalKind::COUNT] = [
+        LocalKind::FdLimit,
+        LocalKind::NoPorts,
+        LocalKind::ProcessLimit,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalKind::FdLimit => "fd_limit",
+            LocalKind::NoPorts => "no_ports",
+            LocalKind::ProcessLimit => "process_limit",
+        }
+    }
+
+    /// The kind of an OS error, if it is one of these.
+    pub fn of(e: &std::io::Error) -> Option<LocalKind> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::io::Errno;
+            let code = e.raw_os_error()?;
+            if code == Errno::MFILE.raw_os_error() || code == Errno::NFILE.raw_os_error() {
+                return Some(LocalKind::FdLimit);
+            }
+            if code == Errno::ADDRNOTAVAIL.raw_os_error() {
+                return Some(LocalKind::NoPorts);
+            }
+            if code == Errno::AGAIN.raw_os_error() {
+                return Some(LocalKind::ProcessLimit);
+            }
+        }
+        let _ = e;
+        None
+    }
+
+    /// A failed connect or spawn: this kind, else a plain connection failure.
+    pub fn or_connect(e: &std::io::Error) -> Outcome {
+        LocalKind::of(e).map_or(Outcome::Connect, Outcome::Local)
     }
 }
 
@@ -190,6 +252,7 @@ impl fmt::Display for Outcome {
             Outcome::RpcError(c) => write!(f, "rpc_error({c})"),
             Outcome::Http(s) => f.write_str(&http_label(*s)),
             Outcome::Protocol(k) => write!(f, "protocol({})", k.name()),
+            Outcome::Local(k) => write!(f, "local({})", k.name()),
             other => f.write_str(other.class().name()),
         }
     }
@@ -205,6 +268,7 @@ pub struct OutcomeCounts {
     /// (HTTP status, count).
     pub http_statuses: Vec<(u16, u64)>,
     pub protocol: [u64; ProtocolKind::COUNT],
+    pub local: [u64; LocalKind::COUNT],
 }
 
 impl OutcomeCounts {
@@ -214,6 +278,7 @@ impl OutcomeCounts {
             Outcome::RpcError(code) => bump(&mut self.rpc_codes, code, 1),
             Outcome::Http(status) => bump(&mut self.http_statuses, status, 1),
             Outcome::Protocol(kind) => self.protocol[kind as usize] += 1,
+            Outcome::Local(kind) => self.local[kind as usize] += 1,
             _ => {}
         }
     }
@@ -223,6 +288,9 @@ impl OutcomeCounts {
             *a += b;
         }
         for (a, b) in self.protocol.iter_mut().zip(other.protocol) {
+            *a += b;
+        }
+        for (a, b) in self.local.iter_mut().zip(other.local) {
             *a += b;
         }
         for &(c, n) in &other.rpc_codes {
@@ -280,12 +348,16 @@ impl OutcomeCounts {
             push(Outcome::Protocol(kind), self.protocol[kind as usize]);
         }
         push(Outcome::Cancelled, self.get(Class::Cancelled));
+        for kind in LocalKind::ALL {
+            push(Outcome::Local(kind), self.local[kind as usize]);
+        }
         out
     }
 
     pub fn clear(&mut self) {
         self.by_class = [0; Class::COUNT];
         self.protocol = [0; ProtocolKind::COUNT];
+        self.local = [0; LocalKind::COUNT];
         self.rpc_codes.clear();
         self.http_statuses.clear();
     }
@@ -326,6 +398,23 @@ mod tests {
         assert_eq!(b.errors(), 12);
         assert_eq!(b.judged(), 16);
         assert_eq!(Outcome::Http(503).to_string(), "http(503)");
+        #[cfg(target_os = "linux")]
+        for (errno, kind) in [
+            (rustix::io::Errno::MFILE, LocalKind::FdLimit),
+            (rustix::io::Errno::NFILE, LocalKind::FdLimit),
+            (rustix::io::Errno::ADDRNOTAVAIL, LocalKind::NoPorts),
+            (rustix::io::Errno::AGAIN, LocalKind::ProcessLimit),
+        ] {
+            let e = std::io::Error::from_raw_os_error(errno.raw_os_error());
+            assert_eq!(LocalKind::or_connect(&e), Outcome::Local(kind));
+            assert_eq!(Outcome::Local(kind).class(), Class::Local);
+        }
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(LocalKind::or_connect(&refused), Outcome::Connect);
+        assert_eq!(
+            Outcome::Local(LocalKind::NoPorts).to_string(),
+            "local(no_ports)"
+        );
         assert_eq!(Outcome::Http(401).to_string(), "http(401 auth)");
         assert_eq!(Outcome::Http(403).to_string(), "http(403 forbidden)");
         assert_eq!(Outcome::Http(429).to_string(), "http(429 rate_limited)");

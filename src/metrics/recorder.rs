@@ -116,6 +116,11 @@ pub struct SessionCounts {
     pub late_responses: u64,
     /// Requests from the server (ping, sampling…) that mcpbench answered.
     pub server_requests: u64,
+    /// Second (or later) responses to one request.
+    pub duplicate_responses: u64,
+    /// Server requests mcpbench does not support (sampling, elicitation, roots…), answered
+    /// with -32601.
+    pub unsupported_server_requests: u64,
 }
 
 impl SessionCounts {
@@ -128,6 +133,8 @@ impl SessionCounts {
         self.unmatched_responses += o.unmatched_responses;
         self.late_responses += o.late_responses;
         self.server_requests += o.server_requests;
+        self.duplicate_responses += o.duplicate_responses;
+        self.unsupported_server_requests += o.unsupported_server_requests;
     }
 
     /// Adds what a session's connections counted.
@@ -135,6 +142,8 @@ impl SessionCounts {
         self.unmatched_responses += st.unmatched;
         self.late_responses += st.late;
         self.server_requests += st.server_requests;
+        self.duplicate_responses += st.duplicates;
+        self.unsupported_server_requests += st.unsupported_requests;
     }
 }
 
@@ -142,12 +151,16 @@ impl SessionCounts {
 /// `Cell`, per connection) and hand it over when the session ends.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TransportCounts {
-    /// Responses whose id matched no request (never sent, or already answered).
+    /// Responses whose id matched no request ever sent (or no id at all).
     pub unmatched: u64,
     /// Responses to requests the caller had given up on (timed out).
     pub late: u64,
     /// Requests from the server answered (`ping`, or -32601).
     pub server_requests: u64,
+    /// Responses to a request that had been answered already.
+    pub duplicates: u64,
+    /// Of the server requests, those answered -32601 (not supported).
+    pub unsupported_requests: u64,
 }
 
 impl TransportCounts {
@@ -155,6 +168,8 @@ impl TransportCounts {
         self.unmatched += o.unmatched;
         self.late += o.late;
         self.server_requests += o.server_requests;
+        self.duplicates += o.duplicates;
+        self.unsupported_requests += o.unsupported_requests;
     }
 }
 

@@ -95,10 +95,37 @@ struct Envelope<'a> {
     id: Option<IdRef<'a>>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "object_or_null")]
     result: Option<ResultHead<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object_or_null")]
     error: Option<ErrorHead>,
+}
+
+/// `null`, or a struct read from a JSON object only. serde would also read a struct from an
+/// array, by position (`"result":[true]` as `isError: true`, `"error":[-32601]` as a code),
+/// which the scanner rightly refuses; the fuzz property found the disagreement.
+fn object_or_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Object<T>(T);
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<T>(std::marker::PhantomData<T>);
+            impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+                type Value = T;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<T, A::Error> {
+                    T::deserialize(de::value::MapAccessDeserializer::new(m))
+                }
+            }
+            d.deserialize_map(V(std::marker::PhantomData)).map(Object)
+        }
+    }
+    Ok(Option::<Object<T>>::deserialize(d)?.map(|Object(t)| t))
 }
 
 /// What a received message is.
@@ -317,6 +344,20 @@ mod tests {
         assert_eq!(
             same(r#"{"id":1,"result":{},"error":{"code":1}}"#),
             Err(DecodeError::Shape)
+        );
+        // Found by tests/fuzz.rs: serde read a struct from an array, by position.
+        assert_eq!(same(r#" {"result" : [ ] } "#), Err(DecodeError::Json));
+        assert_eq!(
+            same(r#"{"id":1,"result":[true,"x"]}"#),
+            Err(DecodeError::Json)
+        );
+        assert_eq!(same(r#"{"id":1,"error":[-32601]}"#), Err(DecodeError::Json));
+        // Found by tests/fuzz.rs: serde_json reads -0 as a float, so it is no error code
+        // (simd-json reads the integer 0).
+        let r = both(r#" {"error" : {"code" :-0 } } "#);
+        assert_eq!(
+            (&r[0], &r[2]),
+            (&Err(DecodeError::Json), &Err(DecodeError::Json))
         );
     }
 

@@ -120,7 +120,11 @@ pub fn write_method_not_found(out: &mut Vec<u8>, raw_id: &str) {
 
 /// The answer to a request from the server: `{}` for `ping`, -32601 for anything else (the
 /// load generator declares no client capabilities).
-pub fn answer_server_request(out: &mut Vec<u8>, id: &super::jsonrpc::IdRef<'_>, method: &str) {
+pub fn answer_server_request(
+    out: &mut Vec<u8>,
+    id: &super::jsonrpc::IdRef<'_>,
+    method: &str,
+) -> bool {
     use super::jsonrpc::IdRef;
     let raw = match id {
         IdRef::Num(n) => n.to_string(),
@@ -130,8 +134,10 @@ pub fn answer_server_request(out: &mut Vec<u8>, id: &super::jsonrpc::IdRef<'_>, 
     out.clear();
     if method == "ping" {
         write_empty_result(out, &raw);
+        true
     } else {
         write_method_not_found(out, &raw);
+        false
     }
 }
 

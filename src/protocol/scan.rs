@@ -354,7 +354,8 @@ impl<'a> Scanner<'a> {
             if k.is("code") {
                 once(&mut code, || {
                     let (text, integer) = s.number()?;
-                    if !integer {
+                    // serde_json reads `-0` as the float -0.0, which is no i64 (as for ids).
+                    if !integer || text == b"-0" {
                         return Err(BAD);
                     }
                     std::str::from_utf8(text)

@@ -301,6 +301,12 @@ fn notes(
             totals.unaccounted + opening.unaccounted
         ));
     }
+    let local: u64 = ops.iter().flat_map(|o| o.outcomes.local.values()).sum();
+    if local > 0 {
+        n.push(format!(
+            "{local} requests never reached the target: this machine ran out of file descriptors (local(fd_limit): raise `ulimit -n`), ephemeral ports (local(no_ports): ports held in TIME_WAIT by connection churn, or too many connections) or processes (local(process_limit)); these are limits of the test, not failures of the target"
+        ));
+    }
     let opening_name = &ops[OP_INITIALIZE].name;
     if opening.failed > 0 {
         n.push(format!(
@@ -361,8 +367,26 @@ fn notes(
     }
     if sessions.unmatched_responses > 0 {
         n.push(format!(
-            "{} responses matched no request in flight (wrong ids, or a gateway copying other sessions' traffic); they were ignored",
+            "{} responses carried ids never sent on their connection (wrong ids, or a gateway copying other sessions' traffic); counted, not matched to any request",
             sessions.unmatched_responses
+        ));
+    }
+    if sessions.duplicate_responses > 0 {
+        n.push(format!(
+            "{} responses answered a request a second time (a server or gateway retrying, or replaying a stream); the first answer counted, the others only here",
+            sessions.duplicate_responses
+        ));
+    }
+    if sessions.late_responses > 0 {
+        n.push(format!(
+            "{} responses arrived after their request had timed out (counted as timeout); the server went on working on requests the client had given up on",
+            sessions.late_responses
+        ));
+    }
+    if sessions.unsupported_server_requests > 0 {
+        n.push(format!(
+            "{} of {} requests from the server asked for what a load generator does not do (sampling, elicitation, roots…); each was answered -32601 Method not found",
+            sessions.unsupported_server_requests, sessions.server_requests
         ));
     }
     n

@@ -90,6 +90,7 @@ pub fn prometheus_of(s: &Figures) -> String {
         add("io", oc.io);
         add("protocol", oc.protocol.values().sum());
         add("cancelled", oc.cancelled);
+        add("local", oc.local.values().sum());
     }
     family(
         "mcpbench_requests_total",

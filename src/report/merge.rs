@@ -187,15 +187,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     }
     let mut sessions = first.sessions.clone();
     for r in &read[1..] {
-        let s = &r.summary.sessions;
-        sessions.opened += s.opened;
-        sessions.expired += s.expired;
-        sessions.connections += s.connections;
-        sessions.lingering_streams += s.lingering_streams;
-        sessions.cancels_sent += s.cancels_sent;
-        sessions.unmatched_responses += s.unmatched_responses;
-        sessions.late_responses += s.late_responses;
-        sessions.server_requests += s.server_requests;
+        sessions.add(&r.summary.sessions);
     }
     let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
     let all_started: u64 = operations.iter().map(|o| o.started).sum::<u64>()

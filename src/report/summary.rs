@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::outcome::{Class, OutcomeCounts, ProtocolKind};
+use crate::metrics::outcome::{Class, LocalKind, OutcomeCounts, ProtocolKind};
 use crate::metrics::recorder::{OpShard, SessionCounts};
 
 /// Version of the summary.json format; bump on incompatible change.
@@ -203,6 +203,10 @@ pub struct Outcomes {
     /// Kind of protocol violation → count.
     pub protocol: BTreeMap<String, u64>,
     pub cancelled: u64,
+    /// What the generator's machine ran out of (fd_limit, no_ports, process_limit) → count:
+    /// requests that never reached the target.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub local: BTreeMap<String, u64>,
 }
 
 impl From<&OutcomeCounts> for Outcomes {
@@ -231,6 +235,11 @@ impl From<&OutcomeCounts> for Outcomes {
                 .map(|k| (k.name().to_string(), c.protocol[*k as usize]))
                 .collect(),
             cancelled: c.get(Class::Cancelled),
+            local: LocalKind::ALL
+                .iter()
+                .filter(|k| c.local[**k as usize] > 0)
+                .map(|k| (k.name().to_string(), c.local[*k as usize]))
+                .collect(),
         }
     }
 }
@@ -293,6 +302,29 @@ pub struct Sessions {
     /// Server requests (ping, sampling…) answered by mcpbench.
     #[serde(default)]
     pub server_requests: u64,
+    /// Second (or later) responses to one request.
+    #[serde(default)]
+    pub duplicate_responses: u64,
+    /// Server requests mcpbench does not support (sampling, elicitation, roots…), answered
+    /// -32601 Method not found.
+    #[serde(default)]
+    pub unsupported_server_requests: u64,
+}
+
+impl Sessions {
+    /// Adds another run's counters (a merge).
+    pub fn add(&mut self, s: &Sessions) {
+        self.opened += s.opened;
+        self.expired += s.expired;
+        self.connections += s.connections;
+        self.lingering_streams += s.lingering_streams;
+        self.cancels_sent += s.cancels_sent;
+        self.unmatched_responses += s.unmatched_responses;
+        self.late_responses += s.late_responses;
+        self.server_requests += s.server_requests;
+        self.duplicate_responses += s.duplicate_responses;
+        self.unsupported_server_requests += s.unsupported_server_requests;
+    }
 }
 
 impl From<SessionCounts> for Sessions {
@@ -306,6 +338,8 @@ impl From<SessionCounts> for Sessions {
             unmatched_responses: s.unmatched_responses,
             late_responses: s.late_responses,
             server_requests: s.server_requests,
+            duplicate_responses: s.duplicate_responses,
+            unsupported_server_requests: s.unsupported_server_requests,
         }
     }
 }

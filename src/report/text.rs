@@ -91,6 +91,9 @@ pub fn outcomes_line(o: &Outcomes) -> String {
         push(format!("protocol({kind})"), *n);
     }
     push("cancelled".into(), o.cancelled);
+    for (kind, n) in &o.local {
+        push(format!("local({kind})"), *n);
+    }
     if parts.is_empty() {
         "-".into()
     } else {
@@ -255,11 +258,11 @@ pub fn render(s: &Summary) -> String {
         "sessions: {} opened, {} expired (404) and reopened; {} connections",
         se.opened, se.expired, se.connections
     );
-    if se.unmatched_responses + se.late_responses > 0 {
+    if se.unmatched_responses + se.late_responses + se.duplicate_responses > 0 {
         let _ = write!(
             out,
-            "; {} unmatched and {} late responses",
-            se.unmatched_responses, se.late_responses
+            "; {} unmatched, {} late and {} duplicate responses",
+            se.unmatched_responses, se.late_responses, se.duplicate_responses
         );
     }
     if let Some(cpu) = s.generator.cpu_us_per_request {

@@ -6,6 +6,9 @@
 //! [`Ticket`]; dropping it (the request finished, was cancelled, or its task was dropped)
 //! removes the entry, so the map never outlives the work it describes.
 //!
+//! A session runs at most `max` registered requests at once (`Config::max_in_flight`): the
+//! check is a comparison under the lock registration takes anyway.
+//!
 //! Server requests (`sampling/createMessage`, `elicitation/create` from the conformance
 //! fixtures), so the client's response — which arrives as a message of its own — reaches the
 //! call waiting for it: a [`Question`] is registered the same way and unregisters on drop.
@@ -54,10 +57,12 @@ struct Entries {
 ///
 /// One short lock per registration and one per completion; tokens are independent (no parent
 /// token whose lock every request would share).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InFlight {
     entries: Mutex<Entries>,
     idle: Notify,
+    /// Requests registered at once, at most.
+    max: usize,
 }
 
 /// One registered request. Its token fires on cancel; dropping it unregisters the request.
@@ -131,20 +136,34 @@ impl Drop for Question {
 }
 
 impl InFlight {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(InFlight::default())
+    /// A table that registers at most `max` requests at once.
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(InFlight {
+            entries: Mutex::default(),
+            idle: Notify::new(),
+            max,
+        })
+    }
+
+    /// The most requests registered at once.
+    pub(crate) fn max(&self) -> usize {
+        self.max
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers the request with raw JSON id `id`. A second request with the same id while
-    /// the first runs takes over the id (the first can then only be stopped with the session).
-    pub(crate) fn register(self: &Arc<Self>, id: &str) -> Ticket {
+    /// Registers the request with raw JSON id `id`; `None` if the session already has `max`
+    /// requests in flight. A second request with the same id while the first runs takes over
+    /// the id (the first can then only be stopped with the session).
+    pub(crate) fn register(self: &Arc<Self>, id: &str) -> Option<Ticket> {
         let key = IdKey::parse(id);
         let token = CancellationToken::new();
         let mut e = self.lock();
+        if e.running >= self.max {
+            return None;
+        }
         if e.closed {
             token.cancel();
         }
@@ -159,12 +178,12 @@ impl InFlight {
             e.unnamed.insert(old_seq, old_token);
         }
         drop(e);
-        Ticket {
+        Some(Ticket {
             owner: self.clone(),
             key,
             seq,
             token,
-        }
+        })
     }
 
     /// Cancels the request with raw JSON id `id`; false (and nothing happens) if none runs.
@@ -262,11 +281,24 @@ mod tests {
         assert_eq!(IdKey::parse("null"), None);
     }
 
+    #[test]
+    fn at_most_max_requests_are_registered() {
+        let f = InFlight::new(2);
+        let a = f.register("1").unwrap();
+        let _b = f.register("2").unwrap();
+        assert!(f.register("3").is_none(), "the third is refused");
+        drop(a);
+        assert!(
+            f.register("3").is_some(),
+            "a finished request frees its place"
+        );
+    }
+
     #[tokio::test]
     async fn cancel_stops_one_and_tickets_unregister() {
-        let f = InFlight::new();
-        let a = f.register("1");
-        let b = f.register("\"x\"");
+        let f = InFlight::new(usize::MAX);
+        let a = f.register("1").unwrap();
+        let b = f.register("\"x\"").unwrap();
         assert_eq!(f.len(), 2);
         assert!(!f.cancel("2"), "unknown ids are ignored");
         assert!(f.cancel("1"));
@@ -281,9 +313,9 @@ mod tests {
         drop(b);
         idle.await.unwrap();
         assert!(f.is_empty());
-        let c = f.register("4");
-        let dup = f.register("4");
-        let odd = f.register("{}");
+        let c = f.register("4").unwrap();
+        let dup = f.register("4").unwrap();
+        let odd = f.register("{}").unwrap();
         assert!(
             f.cancel("4") && dup.is_cancelled() && !c.is_cancelled(),
             "the newest takes the id"
@@ -294,7 +326,7 @@ mod tests {
             "ending the session stops everything"
         );
         assert!(
-            f.register("3").is_cancelled(),
+            f.register("3").unwrap().is_cancelled(),
             "a closed session cancels at once"
         );
         drop((c, dup, odd));
@@ -303,7 +335,7 @@ mod tests {
 
     #[tokio::test]
     async fn server_requests_get_their_answers() {
-        let f = InFlight::new();
+        let f = InFlight::new(usize::MAX);
         let mut q = f.ask().unwrap();
         let id = q.id();
         assert!(

@@ -8,8 +8,12 @@
 //! 2026-07-28 instead, whatever the connection negotiated. `tools/call` runs on a task of its
 //! own, registered so `notifications/cancelled` can stop it; everything else is answered at
 //! once, in order.
+//!
+//! A connection has at most `Config::max_in_flight` calls at once, each counted from the
+//! frame until its response is queued for the writer: a client that stops reading its output
+//! cannot pile up finished calls waiting for room either. The one beyond gets `-32029`.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -17,7 +21,7 @@ use bytes::Bytes;
 use super::State;
 use super::cancel::InFlight;
 use super::context::{Io, Peer, Sink};
-use super::dispatch::{Pending, on_notification, on_response};
+use super::dispatch::{Pending, on_notification, on_response, too_many_in_flight};
 use super::peer::ClientState;
 use super::wire::{
     Kind, MODERN, Params, check_modern, error_body, is_batch, parse, rejection_body, write_array,
@@ -48,6 +52,20 @@ pub(crate) struct Conn {
     client: ClientState,
     /// The tenant the connection authenticated as (under a policy).
     tenant: Option<u16>,
+    /// Calls admitted and not yet answered (see the module doc).
+    calls: AtomicUsize,
+}
+
+/// Calls of a connection counted until dropped (their responses queued).
+struct Admitted {
+    conn: Arc<Conn>,
+    n: usize,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.conn.calls.fetch_sub(self.n, Ordering::Relaxed);
+    }
 }
 
 impl Conn {
@@ -58,9 +76,24 @@ impl Conn {
             out,
             revision: OnceLock::new(),
             initialized: AtomicBool::new(false),
-            inflight: InFlight::new(),
+            // The connection counts its calls itself, through to their responses (admit).
+            inflight: InFlight::new(usize::MAX),
             client: ClientState::default(),
             tenant,
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    /// Counts `n` more calls, unless that would take the connection past its limit.
+    fn admit(self: &Arc<Self>, n: usize) -> Option<Admitted> {
+        let max = self.state.config.max_in_flight;
+        if self.calls.fetch_add(n, Ordering::Relaxed) + n > max {
+            self.calls.fetch_sub(n, Ordering::Relaxed);
+            return None;
+        }
+        Some(Admitted {
+            conn: self.clone(),
+            n,
         })
     }
 
@@ -178,10 +211,13 @@ impl Conn {
             .prepare(&self.peer(rev), rev, &frame, id, method, params.as_ref())
         {
             Pending::Ready(out) | Pending::Limited(out, _) => reply(out),
-            call => {
-                self.spawn(vec![call], false);
-                Received::Nothing
-            }
+            call => match self.admit(1) {
+                Some(admitted) => {
+                    spawn(admitted, vec![call], false);
+                    Received::Nothing
+                }
+                None => reply(too_many_in_flight(id, self.state.config.max_in_flight)),
+            },
         }
     }
 
@@ -197,42 +233,58 @@ impl Conn {
                 .into(),
             );
         };
-        let items = match self.state.prepare_batch(&self.peer(rev), &frame) {
+        let mut items = match self.state.prepare_batch(&self.peer(rev), &frame) {
             Ok(items) => items,
             Err(r) => return Received::Invalid(rejection_body(&r).into()),
         };
         if items.is_empty() {
             return Received::Nothing;
         }
-        if items
+        let calls = items
             .iter()
-            .all(|p| matches!(p, Pending::Ready(_) | Pending::Limited(..)))
-        {
-            let ready: Vec<Vec<u8>> = items
-                .into_iter()
-                .filter_map(|p| match p {
-                    Pending::Ready(b) | Pending::Limited(b, _) => Some(b),
-                    Pending::Call { .. } => None,
-                })
-                .collect();
-            return Received::Reply(write_array(&ready).into());
+            .filter(|p| matches!(p, Pending::Call { .. }))
+            .count();
+        if calls > 0 {
+            match self.admit(calls) {
+                Some(admitted) => {
+                    spawn(admitted, items, true);
+                    return Received::Nothing;
+                }
+                None => {
+                    // Over the limit: each call of the batch is refused in its place.
+                    let max = self.state.config.max_in_flight;
+                    for p in &mut items {
+                        if let Pending::Call { id, .. } = p {
+                            let id = std::str::from_utf8(id).unwrap_or("null");
+                            *p = Pending::Ready(too_many_in_flight(id, max));
+                        }
+                    }
+                }
+            }
         }
-        self.spawn(items, true);
-        Received::Nothing
+        let ready: Vec<Vec<u8>> = items
+            .into_iter()
+            .filter_map(|p| match p {
+                Pending::Ready(b) | Pending::Limited(b, _) => Some(b),
+                Pending::Call { .. } => None,
+            })
+            .collect();
+        Received::Reply(write_array(&ready).into())
     }
+}
 
-    /// Runs prepared calls on a task; their output goes to the writer.
-    fn spawn(self: &Arc<Self>, items: Vec<Pending>, array: bool) {
-        let conn = self.clone();
-        tokio::spawn(async move {
-            let _busy = conn.state.busy();
-            let responses = conn.state.finish_batch(items, Io::sink(&conn.out)).await;
-            let out = match (array, responses.len()) {
-                (_, 0) => return,
-                (false, _) => responses.into_iter().next().unwrap_or_default(),
-                (true, _) => write_array(&responses),
-            };
-            let _ = conn.out.send(Bytes::from(out)).await;
-        });
-    }
+/// Runs prepared calls of a connection on a task; their output goes to the writer. The calls
+/// stay counted until it has taken their response.
+fn spawn(admitted: Admitted, items: Vec<Pending>, array: bool) {
+    tokio::spawn(async move {
+        let conn = &admitted.conn;
+        let _busy = conn.state.busy();
+        let responses = conn.state.finish_batch(items, Io::sink(&conn.out)).await;
+        let out = match (array, responses.len()) {
+            (_, 0) => return,
+            (false, _) => responses.into_iter().next().unwrap_or_default(),
+            (true, _) => write_array(&responses),
+        };
+        let _ = conn.out.send(Bytes::from(out)).await;
+    });
 }

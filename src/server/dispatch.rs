@@ -395,8 +395,16 @@ impl State {
             };
         }
         let args = match &call.arguments {
-            // A slice of a parsed message, so valid JSON; `null` fails schema validation.
-            Some(a) => serde_json::from_slice(a).unwrap_or(Value::Null),
+            // A slice of a parsed message, so valid JSON: only nesting deeper than serde_json's
+            // recursion limit (128) fails, and is refused rather than run with no arguments.
+            Some(a) => match serde_json::from_slice(a) {
+                Ok(v) => v,
+                Err(e) => {
+                    let message = format!("Invalid params: arguments cannot be read ({e})");
+                    let out = error_body(Some(id), code::INVALID_PARAMS, &message);
+                    return (out, Invocation::Error);
+                }
+            },
             None => Value::Object(Default::default()),
         };
         if let (Some(f), Some(ctx)) = (fixture_of(tool.kind), &call.fixture) {
@@ -467,11 +475,14 @@ impl State {
             Step::Done(out) => Pending::Ready(out),
             Step::Refused(r) => Pending::Ready(r.body(Some(id))),
             Step::Limited { body, retry } => Pending::Limited(body, retry),
-            Step::Call(call) => Pending::Call {
-                id: sub(frame, id),
-                rev,
-                call,
-                ticket: peer.inflight.register(id),
+            Step::Call(call) => match peer.inflight.register(id) {
+                Some(ticket) => Pending::Call {
+                    id: sub(frame, id),
+                    rev,
+                    call,
+                    ticket,
+                },
+                None => Pending::Limited(too_many_in_flight(id, peer.inflight.max()), BUSY_RETRY),
             },
         }
     }
@@ -581,6 +592,18 @@ impl State {
     pub fn active_calls(&self) -> usize {
         self.active.load(Ordering::Relaxed)
     }
+}
+
+/// When a client refused for having too many requests in flight may try again (`Retry-After`).
+pub(crate) const BUSY_RETRY: Duration = Duration::from_secs(1);
+
+/// The error of a request beyond a session's `Config::max_in_flight`: `-32029`, the code of a
+/// rate limit (HTTP answers it `429`), since the cure is the same: fewer at once, later.
+pub(crate) fn too_many_in_flight(id: &str, max: usize) -> Vec<u8> {
+    let message = format!(
+        "Too many requests in flight: this session may have {max} at once; retry when one has finished"
+    );
+    error_body(Some(id), code::RATE_LIMITED, &message)
 }
 
 /// The conformance fixture a tool runs, if it is one.

@@ -25,7 +25,7 @@ use super::dispatch::{Pending, on_notification, on_response};
 use super::policy::Auth;
 use super::response::{
     SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
-    respond, sse, too_many, unauthorized,
+    respond, sse, too_many, unauthorized, unavailable,
 };
 use super::session::{ResumeError, Session};
 use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
@@ -276,7 +276,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
     }
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
-    let body = match read_body(body, state.config.max_body).await {
+    let body = match read_body(body, state.config.max_body, state.config.body_read_timeout).await {
         Ok(b) => b,
         Err(e) => return e.response(),
     };
@@ -330,10 +330,12 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
                 session.client.set_caps(caps);
                 reply(state, Some(&session), out, Some(session.header_value()))
             }
-            Err(_) => http_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                code::INTERNAL_ERROR,
-                "Service Unavailable: too many sessions",
+            Err(_) => unavailable(
+                &format!(
+                    "Service Unavailable: too many sessions (this server keeps {}; idle ones are ended); retry later",
+                    state.sessions.max()
+                ),
+                state.sessions.reap_every(),
             ),
         };
     }

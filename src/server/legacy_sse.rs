@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -19,7 +20,9 @@ use tokio::sync::mpsc;
 use super::State;
 use super::body::{Body, SseStream};
 use super::conn::{Conn, Received};
-use super::response::{http_error, json, media_type, method_not_allowed, read_body, respond, sse};
+use super::response::{
+    http_error, json, media_type, method_not_allowed, read_body, respond, sse, unavailable,
+};
 use crate::protocol::jsonrpc::code;
 
 /// Open legacy sessions by id.
@@ -86,10 +89,13 @@ pub(crate) fn open(
     {
         let mut map = state.legacy.map.write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= state.legacy.max {
-            return http_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                code::INTERNAL_ERROR,
-                "Service Unavailable: too many sessions",
+            // A session lives as long as its stream: a place frees when a client goes away.
+            return unavailable(
+                &format!(
+                    "Service Unavailable: too many sessions (this server keeps {}); retry later",
+                    state.legacy.max
+                ),
+                Duration::from_secs(1),
             );
         }
         map.insert(id, conn);
@@ -162,7 +168,13 @@ pub(crate) async fn post(
             "Unsupported Media Type: Content-Type must be application/json",
         );
     }
-    let body = match read_body(req.into_body(), state.config.max_body).await {
+    let body = match read_body(
+        req.into_body(),
+        state.config.max_body,
+        state.config.body_read_timeout,
+    )
+    .await
+    {
         Ok(b) => b,
         Err(e) => return e.response(),
     };

@@ -72,6 +72,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use hyper::service::service_fn;
+use mock_backend::accept::{Admission, HttpLimits, serve_connections_limited, serve_http_with};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -100,9 +101,44 @@ pub struct Config {
     pub backend_timeout: Duration,
     /// Host names accepted in `Host` and `Origin` (`*` accepts any).
     pub allowed_hosts: Vec<String>,
+    /// The largest message: an HTTP request body (`413` beyond it, also when a chunked body
+    /// grows past it), a WebSocket message (closed with `1009`), a stdio line (`-32600`, the
+    /// line skipped). Default 4 MiB.
     pub max_body: usize,
+    /// Sessions open at once, Streamable HTTP and legacy HTTP+SSE each: `initialize` (or
+    /// `GET /sse`) beyond it is answered `503` with `Retry-After`. Default 100 000.
     pub max_sessions: usize,
+    /// A Streamable HTTP session no request has named for this long is ended (its calls
+    /// cancelled) by the reaper, which runs every `session_idle / 2` (at most every 10 s), so
+    /// sessions a client never deletes do not fill the table. Default 10 minutes.
     pub session_idle: Duration,
+    /// Connections open at once (WebSockets included, for as long as they live): one beyond it
+    /// is sent `503` with `Retry-After` and closed (a TLS listener closes it without a word),
+    /// instead of waiting in the backlog or running the process out of file descriptors.
+    /// Counted with one atomic per connection. Default 10 000.
+    pub max_connections: usize,
+    /// How long a client may take to show its protocol and to send a whole HTTP/1 request head
+    /// (slowloris); the connection is then closed. hyper also closes an idle keep-alive
+    /// connection after it. Default 30 s (hyper's own default).
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive once its head has: `408` and the connection
+    /// closed after it. The timer is armed only for a body not complete at once, so a small
+    /// request pays nothing. Default 30 s.
+    pub body_read_timeout: Duration,
+    /// How long a response may wait for a client that stopped reading (its receive window
+    /// and our socket buffer full): the connection is then closed and the response dropped —
+    /// with it an SSE stream's call and a WebSocket's session. Until then nothing grows: a
+    /// stream's messages wait in a bounded channel, and its call is paused with it (the
+    /// stream's body drives the call). Default 30 s.
+    pub write_stall_timeout: Duration,
+    /// Requests in flight per session: a Streamable HTTP session's tool calls, or a stdio,
+    /// WebSocket or legacy HTTP+SSE connection's (counted until the response is queued for
+    /// the writer). One more is refused with `-32029` (HTTP: `429` with `Retry-After`).
+    /// Default 100 000, mcpbench's own ceiling on concurrency, so no run of it is refused.
+    pub max_in_flight: usize,
+    /// HTTP/2 streams open at once per connection (`SETTINGS_MAX_CONCURRENT_STREAMS`; a
+    /// client queues the rest). Default 200 (hyper's own default).
+    pub max_streams: u32,
     /// Comment keep-alive interval on SSE streams.
     pub keepalive: Duration,
     /// How long stdio waits for requests in flight after stdin's EOF before cancelling them.
@@ -139,6 +175,12 @@ impl Default for Config {
             max_body: 4 * 1024 * 1024,
             max_sessions: 100_000,
             session_idle: Duration::from_secs(600),
+            max_connections: 10_000,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            write_stall_timeout: Duration::from_secs(30),
+            max_in_flight: 100_000,
+            max_streams: 200,
             keepalive: Duration::from_secs(15),
             drain: mock_backend::accept::DEFAULT_GRACE,
             tls: None,
@@ -168,6 +210,8 @@ pub struct State {
     /// Fires when the server shuts down: long-lived streams and WebSockets end.
     pub closing: CancellationToken,
     active: AtomicUsize,
+    /// Open connections, under `Config::max_connections` (shared by every accept loop).
+    connections: Arc<mock_backend::accept::Connections>,
 }
 
 impl State {
@@ -197,10 +241,15 @@ impl State {
                 .backend
                 .as_deref()
                 .map(|b| backend::Backend::new(b, config.backend_timeout)),
-            sessions: session::Sessions::new(config.max_sessions, config.session_idle),
+            sessions: session::Sessions::new(
+                config.max_sessions,
+                config.session_idle,
+                config.max_in_flight,
+            ),
             legacy: legacy_sse::LegacySessions::new(config.max_sessions),
             closing: CancellationToken::new(),
             active: AtomicUsize::new(0),
+            connections: mock_backend::accept::Connections::new(config.max_connections),
             config,
         }
     }
@@ -215,6 +264,11 @@ impl State {
     /// Legacy HTTP+SSE sessions open now.
     pub fn legacy_sessions(&self) -> usize {
         self.legacy.len()
+    }
+
+    /// Connections open now (see [`Config::max_connections`]).
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
     }
 
     /// The tenant of a transport without credentials (stdio): the policy's anonymous tenant.
@@ -255,6 +309,29 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
 /// How long a client gets to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The complete HTTP/1.1 response a connection over [`Config::max_connections`] gets before it
+/// is closed.
+fn refusal(max: usize) -> bytes::Bytes {
+    let mut body = Vec::with_capacity(160);
+    let message =
+        format!("Service Unavailable: too many connections (this server takes {max}); retry later");
+    wire::write_error(
+        &mut body,
+        None,
+        crate::protocol::jsonrpc::code::INTERNAL_ERROR,
+        &message,
+        None,
+    );
+    let mut r = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(&body);
+    r.into()
+}
+
 /// [`serve`] with state made by the caller (who can then watch it, e.g.
 /// [`State::active_calls`]).
 pub async fn serve_state(
@@ -262,17 +339,21 @@ pub async fn serve_state(
     state: Arc<State>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let reaper_state = state.clone();
+    let s = state.clone();
     let ending = state.clone();
     let reaper = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        for n in 0u64.. {
-            tick.tick().await;
-            if let Some(a) = &reaper_state.config.audit {
-                a.flush();
-            }
-            if n % 10 == 0 {
-                reaper_state.sessions.reap();
+        let mut flush = tokio::time::interval(Duration::from_secs(1));
+        let mut reap = tokio::time::interval(s.sessions.reap_every());
+        loop {
+            tokio::select! {
+                _ = flush.tick() => {
+                    if let Some(a) = &s.config.audit {
+                        a.flush();
+                    }
+                }
+                _ = reap.tick() => {
+                    s.sessions.reap();
+                }
             }
         }
     });
@@ -286,7 +367,19 @@ pub async fn serve_state(
         .tls
         .clone()
         .map(tokio_rustls::TlsAcceptor::from);
-    mock_backend::accept::serve_connections(listener, shutdown, move |stream, peer, down| {
+    let c = &state.config;
+    let limits = HttpLimits {
+        header_read_timeout: Some(c.header_read_timeout),
+        write_stall: Some(c.write_stall_timeout),
+        max_streams: Some(c.max_streams),
+    };
+    let admission = Admission {
+        connections: state.connections.clone(),
+        // A TLS client expects a handshake, not a plain-text response.
+        refusal: tls.is_none().then(|| refusal(c.max_connections)),
+    };
+    let grace = mock_backend::accept::DEFAULT_GRACE;
+    let on_conn = move |stream, peer, down, slot| {
         let state = state.clone();
         let tls = tls.clone();
         async move {
@@ -299,7 +392,7 @@ pub async fn serve_state(
                 })
             };
             match tls {
-                None => mock_backend::accept::serve_http(stream, svc(None), down).await,
+                None => serve_http_with(stream, svc(None), down, limits, Some(slot)).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                     {
@@ -310,7 +403,7 @@ pub async fn serve_state(
                                 .peer_certificates()
                                 .and_then(|c| c.first())
                                 .map(|c| Arc::from(tls::client_names(c)));
-                            mock_backend::accept::serve_http(tls, svc(names), down).await
+                            serve_http_with(tls, svc(names), down, limits, Some(slot)).await
                         }
                         Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
@@ -318,8 +411,8 @@ pub async fn serve_state(
                 }
             }
         }
-    })
-    .await;
+    };
+    serve_connections_limited(listener, shutdown, grace, admission, on_conn).await;
     reaper.abort();
     // Parked streams (SEP-1699) hold calls that hold the state: end them with the sessions.
     ending.sessions.clear();

@@ -1,6 +1,11 @@
 //! HTTP responses every endpoint of the reference server shares (Streamable HTTP at `/mcp`,
 //! legacy HTTP+SSE, the WebSocket upgrade): statuses with JSON-RPC error bodies, SSE response
-//! headers, bounded request bodies, and the MCP header names.
+//! headers, request bodies bounded in size and time, and the MCP header names.
+
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -48,8 +53,22 @@ pub(crate) fn sse(body: Body) -> Response<Body> {
 }
 
 /// 429 with `Retry-After` (whole seconds, at least 1) and the JSON-RPC error body.
-pub(crate) fn too_many(body: Vec<u8>, retry: std::time::Duration) -> Response<Body> {
+pub(crate) fn too_many(body: Vec<u8>, retry: Duration) -> Response<Body> {
     let mut r = json(StatusCode::TOO_MANY_REQUESTS, body);
+    let secs = retry.as_secs() + u64::from(retry.subsec_nanos() > 0);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
+}
+
+/// 503 with `Retry-After` (whole seconds, at least 1) and a JSON-RPC error body: a limit of
+/// the server is reached (sessions), and a later attempt may succeed.
+pub(crate) fn unavailable(message: &str, retry: Duration) -> Response<Body> {
+    let mut r = http_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        code::INTERNAL_ERROR,
+        message,
+    );
     let secs = retry.as_secs() + u64::from(retry.subsec_nanos() > 0);
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
@@ -94,6 +113,8 @@ pub(crate) fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<Stri
 pub(crate) enum BodyError {
     TooLarge,
     Unreadable,
+    /// Not complete within `Config::body_read_timeout`.
+    Timeout,
 }
 
 impl BodyError {
@@ -109,13 +130,40 @@ impl BodyError {
                 code::PARSE_ERROR,
                 "Parse error: body could not be read",
             ),
+            BodyError::Timeout => {
+                let mut r = http_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    code::INVALID_REQUEST,
+                    "Request Timeout: the body did not arrive in time",
+                );
+                // The rest of the body may still come: this connection cannot carry another
+                // request (hyper drops the header on HTTP/2, where the stream alone ends).
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                r
+            }
         }
     }
 }
 
-/// Reads a request body of at most `max` bytes.
-pub(crate) async fn read_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
-    match Limited::new(body, max).collect().await {
+/// Reads a request body of at most `max` bytes, within `timeout`. The timer is armed only if
+/// the body is not complete when first asked for (hyper has usually read a small one with its
+/// head), so the common request pays neither a clock read nor a timer.
+pub(crate) async fn read_body(
+    body: Incoming,
+    max: usize,
+    timeout: Duration,
+) -> Result<Bytes, BodyError> {
+    let mut collect = pin!(Limited::new(body, max).collect());
+    let first = poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
+    let collected = match first {
+        Poll::Ready(c) => c,
+        Poll::Pending => match tokio::time::timeout(timeout, collect).await {
+            Ok(c) => c,
+            Err(_) => return Err(BodyError::Timeout),
+        },
+    };
+    match collected {
         Ok(b) => Ok(b.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
         Err(_) => Err(BodyError::Unreadable),

@@ -121,17 +121,34 @@ pub(crate) struct Sessions {
     map: RwLock<HashMap<u128, Arc<Session>>>,
     max: usize,
     idle: Duration,
+    /// Requests in flight per session, at most.
+    max_in_flight: usize,
     epoch: Instant,
 }
 
 impl Sessions {
-    pub(crate) fn new(max: usize, idle: Duration) -> Self {
+    /// At most `max` sessions, each ended after `idle` unused (by [`reap`](Self::reap)), each
+    /// running at most `max_in_flight` calls.
+    pub(crate) fn new(max: usize, idle: Duration, max_in_flight: usize) -> Self {
         Sessions {
             map: RwLock::new(HashMap::new()),
             max,
             idle,
+            max_in_flight,
             epoch: Instant::now(),
         }
+    }
+
+    /// The most sessions open at once.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// How often [`reap`](Self::reap) should run: twice per idle limit, at most every 10 s (it
+    /// scans the table under its write lock) and at least every 10 ms. Also the `Retry-After`
+    /// of a refused `initialize`: by then idle sessions may have made room.
+    pub(crate) fn reap_every(&self) -> Duration {
+        (self.idle / 2).clamp(Duration::from_millis(10), Duration::from_secs(10))
     }
 
     fn now_ms(&self) -> u64 {
@@ -144,7 +161,7 @@ impl Sessions {
             id,
             revision,
             initialized: AtomicBool::new(false),
-            inflight: InFlight::new(),
+            inflight: InFlight::new(self.max_in_flight),
             client: ClientState::default(),
             streams: AtomicU64::new(0),
             last_seen_ms: AtomicU64::new(self.now_ms()),
@@ -231,7 +248,7 @@ mod tests {
 
     #[test]
     fn create_get_remove_reap_and_cap() {
-        let s = Sessions::new(2, Duration::ZERO);
+        let s = Sessions::new(2, Duration::ZERO, 8);
         let a = s.create(Revision::V2025_11_25).unwrap();
         let id = a.header_value();
         assert_eq!(id.len(), 32);
@@ -248,7 +265,7 @@ mod tests {
 
     #[tokio::test]
     async fn parked_streams_resume_once_from_their_last_event() {
-        let s = Sessions::new(4, Duration::from_secs(60));
+        let s = Sessions::new(4, Duration::from_secs(60), 8);
         let a = s.create(Revision::V2025_11_25).unwrap();
         let mut ids = a.event_ids().unwrap();
         let mut priming = Vec::new();

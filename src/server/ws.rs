@@ -1,7 +1,7 @@
 //! MCP over WebSocket at `GET /ws` — a non-standard transport (mcp-protocol.md §3.5), kept
 //! for gateways that speak it: subprotocol `mcp` (required, echoed), one JSON-RPC message per
 //! text frame, the connection is one session (see [`Conn`]). Binary frames close the
-//! connection with 1003.
+//! connection with 1003, a message larger than `Config::max_body` with 1009.
 //!
 //! The upgrade is hyper's (so WebSockets share the listener, TLS included); frames are coded by
 //! tungstenite's sans-IO [`WebSocketContext`] over in-memory buffers, and one task per
@@ -179,6 +179,16 @@ fn read_frames(ctx: &mut WebSocketContext, bufs: &mut Buffers, conn: &Arc<Conn>)
             // Pings are answered and close frames echoed by tungstenite itself.
             Ok(_) => {}
             Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return After::Continue,
+            Err(WsError::Capacity(error)) => {
+                // A message (or frame) over `Config::max_body`: say so (1009), then close.
+                tracing::debug!(%error, "WebSocket message too big");
+                let close = CloseFrame {
+                    code: CloseCode::Size,
+                    reason: "message too big: larger than the server's limit".into(),
+                };
+                let _ = ctx.close(bufs, Some(close));
+                return After::Stop;
+            }
             Err(error) => {
                 tracing::debug!(%error, "WebSocket connection ends");
                 return After::Stop;

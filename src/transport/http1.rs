@@ -179,6 +179,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
         self.reusable && self.body.is_none()
     }
 
+    /// No byte of a response is buffered (after a failed [`Http1Conn::read_head`]: the peer
+    /// closed or reset the connection before answering at all).
+    pub fn nothing_received(&self) -> bool {
+        self.len == self.pos
+    }
+
     /// True while the last response's body has not been read to its end.
     pub fn body_pending(&self) -> bool {
         self.body.is_some()

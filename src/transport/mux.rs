@@ -61,7 +61,14 @@ pub struct Mux {
     /// Keep a copy of the last response message (preflight reads tools/list results).
     keep: Cell<bool>,
     last: RefCell<Vec<u8>>,
+    /// The last ids given up on (timed out), so that an answer to one is told apart from a
+    /// duplicate answer (written on timeouts only, read on unmatched answers only).
+    abandoned: RefCell<[u64; ABANDONED]>,
+    abandoned_next: Cell<usize>,
 }
+
+/// Ids remembered as abandoned, per connection.
+const ABANDONED: usize = 64;
 
 impl Mux {
     /// `capacity` bounds the requests in flight (rounded up to a power of two).
@@ -78,6 +85,8 @@ impl Mux {
             stats: Cell::new(TransportCounts::default()),
             keep: Cell::new(false),
             last: RefCell::new(Vec::new()),
+            abandoned: RefCell::new([0; ABANDONED]),
+            abandoned_next: Cell::new(0),
         }
     }
 
@@ -131,6 +140,9 @@ impl Mux {
         let slot = &mut slots[(id & self.mask) as usize];
         if slot.id == id {
             *slot = Slot::default();
+            let i = self.abandoned_next.get();
+            self.abandoned.borrow_mut()[i % ABANDONED] = id;
+            self.abandoned_next.set(i + 1);
         }
     }
 
@@ -181,11 +193,18 @@ impl Mux {
             }
             true
         } else {
+            // Not waited for: an answer to a request given up on (late), a second answer to
+            // one already answered (duplicate), or to an id never sent (unmatched).
+            let duplicate = slot.id == id && slot.state == State::Done;
             let mut st = self.stats.get();
-            if (self.first_id..self.next_id.get()).contains(&id) {
-                st.late += 1
+            if duplicate {
+                st.duplicates += 1;
+            } else if id != 0 && self.abandoned.borrow().contains(&id) {
+                st.late += 1;
+            } else if (self.first_id..self.next_id.get()).contains(&id) {
+                st.duplicates += 1;
             } else {
-                st.unmatched += 1
+                st.unmatched += 1;
             }
             self.stats.set(st);
             false
@@ -239,9 +258,10 @@ impl Mux {
             Ok(Incoming::Notification { method }) if method == "notifications/progress" => None,
             Ok(Incoming::Notification { .. }) => return false,
             Ok(Incoming::Request { id, method }) => {
-                mcp::answer_server_request(answer, &id, &method);
+                let supported = mcp::answer_server_request(answer, &id, &method);
                 let mut st = self.stats.get();
                 st.server_requests += 1;
+                st.unsupported_requests += u64::from(!supported);
                 self.stats.set(st);
                 return true;
             }
@@ -899,6 +919,27 @@ mod tests {
         let mut ping = br#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#.to_vec();
         assert!(mux.deliver(&mut ping, &mut answer));
         assert_eq!(answer, br#"{"jsonrpc":"2.0","id":"p1","result":{}}"#);
+        let mut sampling =
+            br#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage"}"#.to_vec();
+        assert!(mux.deliver(&mut sampling, &mut answer));
+        assert_eq!(
+            (
+                mux.stats().server_requests,
+                mux.stats().unsupported_requests
+            ),
+            (2, 1)
+        );
+        // A second answer to `a`, already answered and read: a duplicate, not unmatched.
+        let mut again = format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{}}}}"#).into_bytes();
+        mux.deliver(&mut again, &mut answer);
+        // …and one that arrives before the first was read.
+        let c = mux.register().unwrap();
+        for _ in 0..2 {
+            let mut rc = format!(r#"{{"jsonrpc":"2.0","id":{c},"result":{{}}}}"#).into_bytes();
+            mux.deliver(&mut rc, &mut answer);
+        }
+        assert_eq!(mux.wait(c).await.outcome, Outcome::Ok);
+        assert_eq!((mux.stats().duplicates, mux.stats().unmatched), (2, 1));
     }
 
     /// Regression: a notification or another session's response (a gateway broadcasting every
@@ -944,6 +985,7 @@ mod tests {
         let mut late = format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{}}}}"#).into_bytes();
         mux.deliver(&mut late, &mut Vec::new());
         assert_eq!(mux.stats().late, 1);
+        assert_eq!(mux.stats().duplicates, 0, "late, not a duplicate");
         let b = mux.register().unwrap();
         mux.close(Outcome::Io);
         assert_eq!(mux.wait(b).await.outcome, Outcome::Io);

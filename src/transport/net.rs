@@ -232,6 +232,19 @@ pub enum ConnectError {
     Tls { addr: SocketAddr, source: io::Error },
 }
 
+impl ConnectError {
+    /// How a request that needed this connection ended: out of a local resource (file
+    /// descriptors, ephemeral ports), or a plain connection failure.
+    pub fn outcome(&self) -> crate::metrics::outcome::Outcome {
+        match self {
+            ConnectError::Tcp { source, .. } => {
+                crate::metrics::outcome::LocalKind::or_connect(source)
+            }
+            _ => crate::metrics::outcome::Outcome::Connect,
+        }
+    }
+}
+
 /// A TCP or TLS byte stream.
 #[derive(Debug)]
 pub enum Stream {

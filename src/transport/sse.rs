@@ -47,6 +47,8 @@ pub struct SseDecoder {
     first_line: bool,
     comments: u64,
     max: usize,
+    /// What a caller's break left of a chunk: decoded first by the next call.
+    unread: Vec<u8>,
 }
 
 impl Default for SseDecoder {
@@ -68,6 +70,7 @@ impl SseDecoder {
             first_line: true,
             comments: 0,
             max,
+            unread: Vec::new(),
         }
     }
 
@@ -81,6 +84,12 @@ impl SseDecoder {
         self.pending_cr = false;
         self.first_line = true;
         self.comments = 0;
+        self.unread.clear();
+    }
+
+    /// Whether a break left bytes to decode (feed an empty chunk to get their events).
+    pub fn has_unread(&self) -> bool {
+        !self.unread.is_empty()
     }
 
     /// The last `retry:` value seen, in milliseconds.
@@ -98,19 +107,64 @@ impl SseDecoder {
         self.comments
     }
 
+    /// The longest of the decoder's buffers (partial line, data, event type, last id, bytes
+    /// a break left unread), in bytes: never more than `max`. For the property tests and fuzz
+    /// targets.
+    #[doc(hidden)]
+    pub fn largest_buffer(&self) -> usize {
+        [
+            &self.line,
+            &self.data,
+            &self.event,
+            &self.last_id,
+            &self.unread,
+        ]
+        .iter()
+        .map(|b| b.len())
+        .max()
+        .unwrap_or(0)
+    }
+
     /// Feeds bytes; calls `on_event` for each complete event. When `on_event` breaks, decoding
-    /// stops and the rest of `chunk` is left unread.
-    pub fn feed<F>(
+    /// stops there and the rest of `chunk` is kept: the next call decodes it first (an empty
+    /// chunk will do), so a caller can stop at an event without losing those after it.
+    pub fn feed<F>(&mut self, chunk: &[u8], mut on_event: F) -> Result<ControlFlow<()>, SseError>
+    where
+        F: FnMut(SseEvent<'_>) -> ControlFlow<()>,
+    {
+        if !self.unread.is_empty() {
+            let unread = std::mem::take(&mut self.unread);
+            let flow = self.feed_chunk(&unread, &mut on_event)?;
+            if flow.is_break() {
+                self.keep_unread(chunk)?;
+                return Ok(flow);
+            }
+        }
+        self.feed_chunk(chunk, &mut on_event)
+    }
+
+    /// Keeps bytes a break left unread, within the same bound as a line.
+    fn keep_unread(&mut self, rest: &[u8]) -> Result<(), SseError> {
+        if self.unread.len() + rest.len() > self.max {
+            return Err(SseError::TooLarge(self.max));
+        }
+        self.unread.extend_from_slice(rest);
+        Ok(())
+    }
+
+    fn feed_chunk<F>(
         &mut self,
         mut chunk: &[u8],
-        mut on_event: F,
+        on_event: &mut F,
     ) -> Result<ControlFlow<()>, SseError>
     where
         F: FnMut(SseEvent<'_>) -> ControlFlow<()>,
     {
-        if self.pending_cr {
+        // An empty chunk must not settle a CR that ended the last one: the LF that may follow
+        // it has not arrived yet.
+        if self.pending_cr && !chunk.is_empty() {
             self.pending_cr = false;
-            if chunk.first() == Some(&b'\n') {
+            if chunk[0] == b'\n' {
                 chunk = &chunk[1..];
             }
         }
@@ -123,14 +177,19 @@ impl SseDecoder {
                 break;
             };
             let flow = if self.line.is_empty() {
-                self.line_done(&chunk[..end], &mut on_event)?
+                // The same bound as a line split across chunks, so the verdict does not depend
+                // on where the stream was cut (and `event`/`id` stay bounded too).
+                if end > self.max {
+                    return Err(SseError::TooLarge(self.max));
+                }
+                self.line_done(&chunk[..end], on_event)?
             } else {
                 if self.line.len() + end > self.max {
                     return Err(SseError::TooLarge(self.max));
                 }
                 self.line.extend_from_slice(&chunk[..end]);
                 let line = std::mem::take(&mut self.line);
-                let flow = self.line_done(&line, &mut on_event);
+                let flow = self.line_done(&line, on_event);
                 self.line = line;
                 self.line.clear();
                 flow?
@@ -145,6 +204,7 @@ impl SseDecoder {
             }
             chunk = &chunk[next..];
             if flow.is_break() {
+                self.keep_unread(chunk)?;
                 return Ok(flow);
             }
         }
@@ -233,7 +293,9 @@ impl SseDecoder {
                 self.last_id.extend_from_slice(value);
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                self.retry_ms = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+                // Digits only, so parsing fails only on overflow: saturate rather than forget.
+                let digits = std::str::from_utf8(value).unwrap_or_default();
+                self.retry_ms = Some(digits.parse().unwrap_or(u64::MAX));
             }
             _ => {}
         }

@@ -104,7 +104,7 @@ impl Connector for SseConnector {
 
     async fn connect(ep: &Arc<Endpoint>, capacity: usize) -> Result<Rc<MuxConn<PostOut>>, Outcome> {
         let target = ep.net.as_ref().ok_or(Outcome::Connect)?;
-        let stream = net::connect(target).await.map_err(|_| Outcome::Connect)?;
+        let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let mut get = Http1Conn::new(stream);
         let mut req = Vec::with_capacity(256);
         req.extend_from_slice(b"GET ");

@@ -59,7 +59,9 @@ impl Connector for StdioConnector {
         if let Some(dir) = &spec.cwd {
             cmd.current_dir(dir);
         }
-        let mut child = cmd.spawn().map_err(|_| Outcome::Connect)?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| crate::metrics::outcome::LocalKind::or_connect(&e))?;
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

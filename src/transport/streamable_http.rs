@@ -21,11 +21,15 @@ use super::net::{self, Stream};
 use super::sse::SseDecoder;
 use super::{CallSpec, Endpoint, Reply, Session, classify, discover_supports, negotiated_revision};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
+use crate::metrics::recorder::TransportCounts;
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+
+/// How much of a non-200 response body is kept (to say what the server said).
+const SAID: usize = 512;
 
 /// How long to wait for a server to end an SSE response stream after the response arrived
 /// before dropping the connection instead of reusing it.
@@ -61,6 +65,14 @@ pub struct HttpSession {
     last_id: Option<u64>,
     /// An exchange was interrupted (timeout, cancellation): the connection state is unknown.
     dirty: bool,
+    /// What arrived that belongs to no request (duplicates after a response on its stream)
+    /// and the server requests answered.
+    stats: TransportCounts,
+    /// The last response came as an SSE stream (what follows it is read for duplicates).
+    streamed: bool,
+    /// The last round trip found its reused HTTP/1.1 connection closed by the server before
+    /// any byte of a response: the request never reached the server's handling.
+    stale: bool,
     /// Shared session mode: the session all virtual users of a worker use (each on its own
     /// connection), and the generation of it this one has adopted.
     shared: Option<Rc<HttpShared>>,
@@ -160,6 +172,9 @@ impl HttpSession {
             next_id: 1,
             last_id: None,
             dirty: false,
+            stale: false,
+            stats: TransportCounts::default(),
+            streamed: false,
             shared: None,
             seen: 0,
             idle_since: None,
@@ -298,7 +313,7 @@ impl HttpSession {
             Some(r) => r,
             None => self.ep.net.as_ref().ok_or(Outcome::Connect)?,
         };
-        let stream = net::connect(target).await.map_err(|_| Outcome::Connect)?;
+        let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let h2 = self.ep.http2 || stream.alpn() == Some(b"h2");
         self.conn = Some(if h2 {
             let (send, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -402,6 +417,19 @@ impl HttpSession {
         write(&mut self.body, id);
         self.dirty = true;
         let mut reply = self.round_trip(spec, id, expect_response).await;
+        if std::mem::take(&mut self.stale) && !connected {
+            // The server closed this keep-alive connection (after its last response, with or
+            // without `Connection: close`) before the request reached it: sent again, once,
+            // on a fresh connection. Never an error, and the new connection is counted.
+            reply = match self.connect().await {
+                Err(o) => Reply::new(o),
+                Ok(()) => {
+                    connected = true;
+                    self.round_trip(spec, id, expect_response).await
+                }
+            };
+            self.stale = false;
+        }
         self.dirty = false;
         self.idle_since = Some(reply.done);
         reply.connected = connected;
@@ -432,6 +460,7 @@ impl HttpSession {
                 self.out.extend_from_slice(&self.body);
                 if c.send(&self.out).await.is_err() {
                     self.conn = None;
+                    self.stale = true;
                     return Reply::new(Outcome::Io);
                 }
                 match c.read_head(&mut self.captured).await {
@@ -443,6 +472,9 @@ impl HttpSession {
                         Body::H1(c),
                     ),
                     Err(e) => {
+                        // Closed or reset before a single byte of the response: stale.
+                        self.stale = c.nothing_received()
+                            && matches!(&e, HttpError::Closed | HttpError::Io(_));
                         self.conn = None;
                         return Reply::new(http_failure(&e));
                     }
@@ -507,8 +539,13 @@ impl HttpSession {
         if head.status != 200 {
             let max = self.ep.max_body;
             let mut seen = 0usize;
+            // The first bytes are kept: what the server said, for a refusal before load.
+            self.resp.clear();
+            let resp = &mut self.resp;
             let drained = body
                 .read(|chunk| {
+                    let room = SAID.saturating_sub(resp.len()).min(chunk.len());
+                    resp.extend_from_slice(&chunk[..room]);
                     seen += chunk.len();
                     if seen > max {
                         ControlFlow::Break(())
@@ -539,6 +576,7 @@ impl HttpSession {
                 .await
             }
             ContentKind::EventStream => {
+                self.streamed = true;
                 self.sse.reset();
                 let mut progress = SseProgress::default();
                 loop {
@@ -558,7 +596,9 @@ impl HttpSession {
                             break progress.reply(Outcome::Protocol(ProtocolKind::TooLarge));
                         }
                         SsePart::Ended(Err(e)) => break progress.reply(http_failure(&e)),
-                        SsePart::ServerRequest => {
+                        SsePart::ServerRequest(supported) => {
+                            self.stats.server_requests += 1;
+                            self.stats.unsupported_requests += u64::from(!supported);
                             // Answer on another request while this stream stays open (the server
                             // may wait for it before it answers us). Rare: a fresh HTTP/1.1
                             // connection each time.
@@ -630,10 +670,38 @@ impl HttpSession {
     async fn after_body(&mut self, mut reply: Reply) -> Reply {
         reply.upstream = self.captured.timing();
         reply.retry_after = self.captured.retry_after();
+        let streamed = std::mem::take(&mut self.streamed);
+        // The rest of a stream is read for what should not be there: another response to
+        // this request (a duplicate), or one to a request never sent here.
+        let (sse, stats, codec, id) = (&mut self.sse, &mut self.stats, self.ep.codec, self.last_id);
+        let mut too_large = false;
+        let mut stray = |m: &mut [u8]| {
+            match jsonrpc::decode(codec, m) {
+                Ok(jsonrpc::Incoming::Result { id: r, .. })
+                | Ok(jsonrpc::Incoming::Error { id: r, .. }) => {
+                    if id.is_some_and(|id| r.is(id)) {
+                        stats.duplicates += 1;
+                    } else {
+                        stats.unmatched += 1;
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        };
+        if streamed && sse.has_unread() {
+            let _ = sse.feed_messages(&[], &mut too_large, &mut stray);
+        }
         if let Some(Conn::H1(c)) = self.conn.as_mut() {
             if c.body_pending() {
-                match tokio::time::timeout(LINGER, c.discard_body()).await {
-                    Ok(Ok(())) => {}
+                let rest = c.read_body(|chunk| {
+                    if streamed {
+                        let _ = sse.feed_messages(chunk, &mut too_large, &mut stray);
+                    }
+                    ControlFlow::Continue(())
+                });
+                match tokio::time::timeout(LINGER, rest).await {
+                    Ok(Ok(_)) => {}
                     Ok(Err(_)) => self.conn = None,
                     Err(_) => {
                         reply.lingered = true;
@@ -752,7 +820,8 @@ enum SsePart {
     /// The response to our request arrived.
     Found(Outcome),
     /// The server sent a request (e.g. `ping`); its answer is in the answer buffer.
-    ServerRequest,
+    /// A request from the server (answered in `answer`): whether it is supported.
+    ServerRequest(bool),
     /// The stream ended (or broke) without our response.
     Ended(Result<(), HttpError>),
     TooLarge,
@@ -770,39 +839,45 @@ async fn read_sse_part(
     progress: &mut SseProgress,
 ) -> SsePart {
     let mut found: Option<Outcome> = None;
-    let mut server_request = false;
+    let mut server_request = None;
     let mut too_large = false;
-    let r = body
-        .read(|chunk| {
-            sse.feed_messages(chunk, &mut too_large, |data| {
-                progress.events += 1;
-                progress.first_event.get_or_insert_with(Instant::now);
-                resp.clear();
-                resp.extend_from_slice(data);
-                let decoded = jsonrpc::decode(codec, data);
-                if let Ok(jsonrpc::Incoming::Request { id: rid, method }) = &decoded {
-                    mcp::answer_server_request(answer, rid, method);
-                    server_request = true;
-                    return ControlFlow::Break(());
-                }
-                match classify(decoded, id) {
-                    Some(o) => {
-                        found = Some(o);
-                        ControlFlow::Break(())
-                    }
-                    None => ControlFlow::Continue(()),
-                }
-            })
-        })
-        .await;
+    let mut on_message = |data: &mut [u8]| {
+        progress.events += 1;
+        progress.first_event.get_or_insert_with(Instant::now);
+        resp.clear();
+        resp.extend_from_slice(data);
+        let decoded = jsonrpc::decode(codec, data);
+        if let Ok(jsonrpc::Incoming::Request { id: rid, method }) = &decoded {
+            server_request = Some(mcp::answer_server_request(answer, rid, method));
+            return ControlFlow::Break(());
+        }
+        match classify(decoded, id) {
+            Some(o) => {
+                found = Some(o);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
+        }
+    };
+    // What the last break left of a chunk comes first (the decoder kept it).
+    let r = if sse.has_unread()
+        && sse
+            .feed_messages(&[], &mut too_large, &mut on_message)
+            .is_break()
+    {
+        Ok(ControlFlow::Break(()))
+    } else {
+        body.read(|chunk| sse.feed_messages(chunk, &mut too_large, &mut on_message))
+            .await
+    };
     if too_large {
         return SsePart::TooLarge;
     }
     if let Some(o) = found {
         return SsePart::Found(o);
     }
-    if server_request {
-        return SsePart::ServerRequest;
+    if let Some(supported) = server_request {
+        return SsePart::ServerRequest(supported);
     }
     SsePart::Ended(r.map(|_| ()))
 }
@@ -1001,6 +1076,10 @@ impl Session for HttpSession {
 
     fn last_message(&self) -> &[u8] {
         &self.resp
+    }
+
+    fn take_stats(&mut self) -> TransportCounts {
+        std::mem::take(&mut self.stats)
     }
 
     fn set_bearer(&mut self, token: Option<&str>) {

@@ -35,7 +35,7 @@ impl Connector for WsConnector {
 
     async fn connect(ep: &Arc<Endpoint>, capacity: usize) -> Result<Rc<MuxConn<WsOut>>, Outcome> {
         let target = ep.net.as_ref().ok_or(Outcome::Connect)?;
-        let stream = net::connect(target).await.map_err(|_| Outcome::Connect)?;
+        let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let (r, w) = stream.split();
         let handshake = ws::handshake(r, w, &ep.host, &ep.path, &ep.extra_headers, "mcp");
         let (mut reader, writer) = match tokio::time::timeout(ep.timeout, handshake).await {

@@ -400,6 +400,14 @@ impl<R> WsReader<R> {
         self.max_message
     }
 
+    /// The read buffer's length and the reassembled message's, in bytes: at most one frame
+    /// under the bound rounded up to the read chunk, and the bound. For the property tests and
+    /// fuzz targets.
+    #[doc(hidden)]
+    pub fn buffered(&self) -> (usize, usize) {
+        (self.buf.len(), self.frag.len())
+    }
+
     /// Gives back the stream.
     pub fn into_inner(self) -> R {
         self.io
@@ -573,6 +581,11 @@ impl<R: AsyncRead + Unpin> WsReader<R> {
                     check_upgrade(resp, accept, subprotocol)
                 });
                 match parsed {
+                    // A head over the bound is refused even when it arrived whole, so the
+                    // verdict does not depend on how the bytes were cut.
+                    Ok(Some((n, _))) if n > MAX_HEAD => {
+                        return Err(WsError::Handshake("response head too large"));
+                    }
                     Ok(Some((n, checked))) => {
                         checked?;
                         self.pos += n;

@@ -64,10 +64,11 @@ pub struct DisplayFailed;
 
 impl Watcher {
     /// Starts the display, and the live `/metrics` endpoint on `metrics` if given. The
-    /// dashboard turns `q`, Esc and Ctrl-C into `interrupt`.
+    /// dashboard turns `q`, Esc and Ctrl-C into a call of `interrupt` (once per key: the
+    /// first stops the run, a second stops it at once).
     pub fn start(
         display: Display,
-        interrupt: crate::driver::Interrupt,
+        interrupt: impl Fn() + Send + 'static,
         metrics: Option<std::net::TcpListener>,
     ) -> std::io::Result<Watcher> {
         let stopped = Arc::new(AtomicBool::new(false));
@@ -98,7 +99,7 @@ impl Watcher {
             .spawn(move || match display {
                 Display::Dashboard { exit_on_finish } => {
                     let stop = Stop {
-                        interrupt,
+                        interrupt: Box::new(interrupt),
                         by_viewer,
                     };
                     if let Err(e) = dashboard(rx, stop, exit_on_finish) {
@@ -211,7 +212,7 @@ const PANIC_FOR_TEST: &str = "MCPBENCH_TEST_DASHBOARD_PANIC";
 /// [`FRAME`]; stop the run on `q`, Esc or Ctrl-C; at the end wait for a key.
 /// How the dashboard stops a run.
 struct Stop {
-    interrupt: crate::driver::Interrupt,
+    interrupt: Box<dyn Fn() + Send>,
     by_viewer: Arc<AtomicBool>,
 }
 
@@ -301,7 +302,7 @@ fn dashboard(
 impl Stop {
     fn now(&self, state: &mut ViewState) {
         self.by_viewer.store(true, Ordering::Relaxed);
-        self.interrupt.request("the dashboard");
+        (self.interrupt)();
         state.stopping = true;
     }
 }

@@ -94,3 +94,60 @@ async fn grace_period_bounds_connections_that_ignore_shutdown() {
         .expect("socket closed");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
 }
+
+#[tokio::test]
+async fn connections_beyond_the_limit_get_the_refusal_and_are_closed() {
+    use mock_backend::accept::{Admission, Connections, serve_connections_limited};
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let connections = Connections::new(1);
+    let admission = Admission {
+        connections: Arc::clone(&connections),
+        refusal: Some(bytes::Bytes::from_static(b"FULL")),
+    };
+    let server = tokio::spawn(serve_connections_limited(
+        listener,
+        async {
+            let _ = stop_rx.await;
+        },
+        HANG_GUARD,
+        admission,
+        |mut stream, _peer, _shutdown, slot| async move {
+            // Holds its place until the client closes.
+            let _slot = slot;
+            let _ = stream.write_all(b"OK").await;
+            let mut buf = [0u8; 1];
+            let _ = stream.read(&mut buf).await;
+        },
+    ));
+    let greeting = |mut c: TcpStream| async move {
+        let mut got = Vec::new();
+        let _ = tokio::time::timeout(HANG_GUARD, c.read_to_end(&mut got)).await;
+        got
+    };
+    let mut first = TcpStream::connect(addr).await.expect("connect");
+    let mut ok = [0u8; 2];
+    first.read_exact(&mut ok).await.expect("served");
+    assert_eq!(&ok, b"OK");
+    assert_eq!(connections.open(), 1);
+    let second = TcpStream::connect(addr).await.expect("connect");
+    assert_eq!(greeting(second).await, b"FULL", "refused, then closed");
+    assert_eq!(connections.open(), 1, "a refusal takes no place");
+    drop(first);
+    let start = tokio::time::Instant::now();
+    while connections.open() != 0 {
+        assert!(start.elapsed() < HANG_GUARD, "the place was never freed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut third = TcpStream::connect(addr).await.expect("connect");
+    third.read_exact(&mut ok).await.expect("served again");
+    assert_eq!(&ok, b"OK");
+    drop(third);
+    let _ = stop_tx.send(());
+    tokio::time::timeout(HANG_GUARD, server)
+        .await
+        .expect("loop returned")
+        .expect("no panic");
+}
