@@ -178,7 +178,7 @@ fn envelope_text() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(cases(6000))]
+    #![proptest_config(cases(4000))]
 
     #[test]
     fn envelope_scanner_agrees_with_serde_json_on_any_bytes(data in bytes(200)) {

@@ -264,6 +264,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
                     (resp.code.unwrap_or(0), interpret(resp, captured))
                 });
                 match parsed {
+                    // The same bound whether the head came in one read or in pieces.
+                    Ok(Some((n, _))) if n > MAX_HEAD => {
+                        self.reusable = false;
+                        return Err(HttpError::HeadTooLarge);
+                    }
                     Ok(Some((n, (status, head)))) => {
                         self.pos += n;
                         let head = head?;
@@ -551,12 +556,13 @@ impl Chunked {
                             let d = (b as char)
                                 .to_digit(16)
                                 .ok_or(HttpError::Malformed("bad chunk size"))?;
-                            if digits >= 15 {
+                            // At most 15 significant hex digits; leading zeros are fine.
+                            if n >= 1 << 56 {
                                 return Err(HttpError::Malformed("chunk size too large"));
                             }
                             self.state = ChunkState::Size {
                                 n: n * 16 + d as u64,
-                                digits: digits + 1,
+                                digits: digits.saturating_add(1),
                                 ext,
                             };
                         }
@@ -677,6 +683,31 @@ mod tests {
         assert!(dechunk(b"zz\r\nhello\r\n0\r\n\r\n", 64).is_err());
         assert!(dechunk(b"5\r\nhelloXX0\r\n\r\n", 64).is_err());
         assert!(dechunk(b"ffffffffffffffffff\r\n", 64).is_err());
+    }
+
+    /// Found by the fuzz targets: leading zeros in a chunk size are valid (httparse agrees).
+    #[test]
+    fn chunk_sizes_may_have_leading_zeros() {
+        let body = b"0000000000000005\r\nhello\r\n00000000000000000000\r\n\r\n";
+        assert_eq!(dechunk(body, 3).unwrap().0, b"hello");
+        assert!(
+            dechunk(b"1000000000000000\r\n", 64).is_err(),
+            "16 significant digits"
+        );
+    }
+
+    /// Found by the fuzz targets: a head over the bound is refused whether it arrives in one
+    /// read or in pieces.
+    #[tokio::test]
+    async fn a_head_over_the_bound_is_refused_however_it_arrives() {
+        let mut head = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        head.resize(head.len() + MAX_HEAD, b'a');
+        head.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        let (client, mut server) = tokio::io::duplex(1 << 20);
+        server.write_all(&head).await.unwrap();
+        let mut conn = Http1Conn::new(client);
+        let r = conn.read_head(&mut Captured::default()).await;
+        assert!(matches!(r, Err(HttpError::HeadTooLarge)), "{r:?}");
     }
 
     #[test]
