@@ -100,30 +100,7 @@ fn response(s: &mut TcpStream) -> Resp {
     let mut raw = Vec::new();
     // A reset after the response (unread input on the server) ends it too.
     let _ = s.read_to_end(&mut raw);
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
-        + 4;
-    let head = String::from_utf8_lossy(&raw[..end]).to_string();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Resp {
-        status,
-        headers,
-        body: raw[end..].to_vec(),
-    }
+    crate::support::parse_response(&raw)
 }
 
 /// The JSON-RPC error code of a message, or of the first message of a batch response.

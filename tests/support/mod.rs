@@ -80,7 +80,8 @@ pub fn http(
     parse_response(&raw)
 }
 
-fn parse_response(raw: &[u8]) -> Resp {
+/// One raw HTTP/1.1 response (a chunked body decoded).
+pub fn parse_response(raw: &[u8]) -> Resp {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
