@@ -187,6 +187,7 @@ fn whole_request() -> Work {
     let ep = Endpoint {
         timing: None,
         replicas: Vec::new(),
+        id_base: 0,
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

@@ -68,6 +68,8 @@ pub enum Command {
         overrides: Overrides,
         #[command(flatten)]
         display: DisplayArgs,
+        #[command(flatten)]
+        scale: ScaleArgs,
     },
     /// Serve the reference MCP server: Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages,
     /// WebSocket at /ws (subprotocol mcp); or one session on stdin/stdout with --stdio.
@@ -160,12 +162,17 @@ pub enum Command {
     /// counters added, latency histograms added exactly, interval logs on one time line; the
     /// scenario's thresholds judged on the merged result (exit 1 if one is breached).
     Merge {
-        /// The run directories.
-        #[arg(required = true, num_args = 2..)]
+        /// The run directories; or one directory holding them (every subdirectory with a
+        /// summary.json), e.g. the shards' results on a shared volume.
+        #[arg(required = true, num_args = 1..)]
         runs: Vec<PathBuf>,
         /// The merged run's directory.
         #[arg(long, short)]
         output: PathBuf,
+        /// Merge the shards present even when some of a split run are missing (the result
+        /// is then a part of the scenario, and says so).
+        #[arg(long)]
+        partial: bool,
     },
     /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
     Completions {
@@ -284,6 +291,81 @@ impl Overrides {
     }
 }
 
+/// One scenario split over several generators (docs/scale-out.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Scale-out")]
+pub struct ScaleArgs {
+    /// Run shard I (from 0) of N of the scenario: its share of the users, rate, request count
+    /// and credentials; the N shards together are the scenario (merge them with `mcpbench
+    /// merge`).
+    #[arg(
+        long,
+        value_name = "I/N",
+        env = "MCPBENCH_SHARD",
+        conflicts_with = "shards"
+    )]
+    pub shard: Option<String>,
+    /// Run one of N shards, the index taken from JOB_COMPLETION_INDEX (a Kubernetes Indexed
+    /// Job): one container spec serves every pod.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<String>,
+    /// Start the load at this time (RFC 3339, e.g. 2026-12-02T10:00:00Z) once the target is
+    /// ready, so that the shards' intervals line up; a shard ready too late starts on the next
+    /// interval and says so.
+    #[arg(long, value_name = "TIME", conflicts_with = "start_barrier")]
+    pub start_at: Option<String>,
+    /// Start together through a directory every shard can write (a shared volume): each
+    /// writes ready-I, shard 0 then writes the start time (a fresh directory per run).
+    #[arg(long, value_name = "DIR")]
+    pub start_barrier: Option<PathBuf>,
+    /// How long to wait at the start barrier for every shard.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
+    pub barrier_timeout: Duration,
+}
+
+impl ScaleArgs {
+    /// The shard and the start, from the flags and (`--shards`) `JOB_COMPLETION_INDEX`.
+    pub fn resolve(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(scenario::Shard, driver::start::StartAt), String> {
+        let shard = match (&self.shard, &self.shards) {
+            (Some(s), _) => scenario::Shard::parse(s).map_err(|e| format!("--shard {e}"))?,
+            (None, Some(n)) => {
+                let count = scenario::Shard::count(n).map_err(|e| format!("--shards: {e}"))?;
+                let index = env("JOB_COMPLETION_INDEX").ok_or_else(|| {
+                    format!(
+                        "--shards {n} takes this shard's index from JOB_COMPLETION_INDEX (set in \
+                         the pods of a Kubernetes Indexed Job), which is not set: outside \
+                         Kubernetes, use --shard I/{n}"
+                    )
+                })?;
+                scenario::Shard::parse(&format!("{}/{count}", index.trim()))
+                    .map_err(|e| format!("--shards {n} with JOB_COMPLETION_INDEX={index}: {e}"))?
+            }
+            (None, None) => scenario::Shard::WHOLE,
+        };
+        let start = match (&self.start_at, &self.start_barrier) {
+            (Some(t), _) => driver::start::StartAt::At(
+                driver::start::parse_time(t).map_err(|e| format!("--start-at {e}"))?,
+            ),
+            (None, Some(dir)) if shard.is_whole() => {
+                return Err(format!(
+                    "--start-barrier {} waits for every shard of a split run: give --shard I/N \
+                     or --shards N (or --start-at TIME to start one run at a set time)",
+                    dir.display()
+                ));
+            }
+            (None, Some(dir)) => driver::start::StartAt::Barrier {
+                dir: dir.clone(),
+                timeout: self.barrier_timeout,
+            },
+            (None, None) => driver::start::StartAt::Now,
+        };
+        Ok((shard, start))
+    }
+}
+
 /// How the run is shown while it runs.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DisplayArgs {
@@ -397,7 +479,11 @@ pub fn execute(cli: Cli) -> ExitCode {
             min_change,
             format,
         } => compare(&base, &current, min_change, format),
-        Command::Merge { runs, output } => match crate::report::merge::merge(&runs, &output) {
+        Command::Merge {
+            runs,
+            output,
+            partial,
+        } => match crate::report::merge::merge(&runs, &output, partial) {
             Ok(s) => {
                 print!("{}", crate::report::text::render(&s));
                 println!(
@@ -486,6 +572,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             grace,
             overrides,
             display,
+            scale,
         } => {
             let Some(scenario) = scenario else {
                 return error(
@@ -497,7 +584,12 @@ pub fn execute(cli: Cli) -> ExitCode {
                 Ok(o) => o,
                 Err(e) => return error(e),
             };
+            let (shard, start) = match scale.resolve(&|k| std::env::var(k).ok()) {
+                Ok(s) => s,
+                Err(e) => return error(e),
+            };
             let opts = RunOptions {
+                start,
                 output,
                 results_root,
                 codec,
@@ -518,7 +610,13 @@ pub fn execute(cli: Cli) -> ExitCode {
                 Some(Err(e)) => return error(format_args!("--metrics-listen: {e}")),
             };
             let display = display.display(std::io::stdout().is_terminal());
-            run(&scenario, &overrides, opts, (display, metrics), format)
+            run(
+                &scenario,
+                (&overrides, shard),
+                opts,
+                (display, metrics),
+                format,
+            )
         }
         Command::Serve {
             listen,
@@ -684,15 +782,24 @@ fn probe(mut o: ProbeOptions) -> ExitCode {
 /// dashboard) stops early and still writes results.
 fn run(
     file: &std::path::Path,
-    overrides: &[scenario::Override],
+    (overrides, shard): (&[scenario::Override], scenario::Shard),
     mut opts: RunOptions,
     (display, metrics): (Display, Option<std::net::TcpListener>),
     format: SummaryFormat,
 ) -> ExitCode {
     let plan = match scenario::load_with(file, overrides) {
-        Ok(p) => Arc::new(p),
+        Ok(p) => match p.sharded(shard) {
+            Ok(p) => Arc::new(p),
+            Err(e) => return error(format_args!("{}: {e}", file.display())),
+        },
         Err(e) => return error(e),
     };
+    if (plan.ab.is_some() || plan.find_max.is_some()) && opts.start != driver::start::StartAt::Now {
+        return error(
+            "--start-at and --start-barrier start one run of a split scenario; a find-max \
+             search or an A/B run is many runs on one generator",
+        );
+    }
     let interrupt = driver::Interrupt::default();
     watch_signals(interrupt.clone(), display);
     let stop = interrupt.clone();

@@ -110,6 +110,7 @@ impl UpstreamSpec {
             timeout,
             timing: None,
             replicas: Vec::new(),
+            id_base: 0,
         };
         let mut protocol = ProtocolChoice::Auto;
         let describe = if let Some(cmd) = target.strip_prefix("stdio:") {

@@ -146,6 +146,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
     let mut ep = Endpoint {
         timing: None,
         replicas: Vec::new(),
+        id_base: 0,
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

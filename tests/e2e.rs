@@ -6,7 +6,9 @@ use std::sync::Arc;
 use mcpbench::driver::{self, RunOptions};
 use mcpbench::server::ResponseMode;
 
-use crate::support::{backend_stats, repo, scratch, servers, wait_until};
+use crate::support::{
+    backend_stats, repo, scratch, servers, summary_schema, valid_summary, wait_until,
+};
 
 fn run_text(text: &str, dir: &std::path::Path) -> driver::RunOutput {
     crate::support::run_in(text, dir).expect("run completes")
@@ -123,21 +125,8 @@ tool = "echo"
 arguments = { message = "${random:12}" }
 "#;
     let out = run_text(text, dir.path());
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("results/schema.json")).unwrap())
-            .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.dir.join("summary.json")).unwrap())
-            .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&summary)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "summary.json breaks the schema: {errors:#?}"
-    );
+    let summary = valid_summary(&out.dir);
+    let validator = summary_schema();
     // The schema really constrains: a summary missing a field or with a bad outcome fails.
     let mut broken = summary.clone();
     broken["operations"][0]["outcomes"]["protocol"] = serde_json::json!({"made_up": 1});

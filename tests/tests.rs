@@ -26,5 +26,6 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod scale_out;
 mod signals;
 mod terminal;

@@ -124,7 +124,7 @@ pub fn ab(
                 dir.join(name)
             };
             if slices.len() >= 2 {
-                let merged = crate::report::merge::merge(&slices, &out)
+                let merged = crate::report::merge::merge(&slices, &out, false)
                     .map_err(|e| output_error(&out, std::io::Error::other(e.to_string())))?;
                 // The scenario's thresholds, judged on each target's merged result.
                 for t in merged.breached() {

@@ -11,6 +11,7 @@ pub mod preflight;
 pub mod resolve;
 pub mod runner;
 pub mod schedule;
+pub mod start;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -103,6 +104,8 @@ pub struct RunOptions {
     /// After an interrupt, how long requests in flight get to finish before they are cancelled
     /// (never longer than the request timeout).
     pub grace: Duration,
+    /// When the load starts: now, or a time agreed with the other shards.
+    pub start: start::StartAt,
 }
 
 impl Default for RunOptions {
@@ -118,6 +121,7 @@ impl Default for RunOptions {
             scenario_file: String::new(),
             label: None,
             grace: DEFAULT_GRACE,
+            start: start::StartAt::Now,
         }
     }
 }
@@ -150,6 +154,9 @@ pub enum RunError {
     /// The run does not fit in this machine's limits (open files, ports, processes).
     #[error(transparent)]
     Limits(#[from] limits::LimitError),
+    /// No common start with the other shards.
+    #[error(transparent)]
+    Start(#[from] start::StartError),
 }
 
 /// A finished run.
@@ -301,11 +308,41 @@ pub fn run(
     if !pre.revision.has_handshake() {
         ops[0] = "server/discover".into();
     }
-    let started_wall = SystemTime::now();
-    let dir = opts
-        .output
-        .clone()
-        .unwrap_or_else(|| files::default_dir(&opts.results_root, &plan.name, started_wall.into()));
+    // The target is ready: agree on the start with the other shards (if any).
+    let agreed = start::agree(&opts.start, plan.load.shard, &|| interrupt.is_requested())?;
+    let (started_wall, start_at, late) = start::schedule(
+        agreed.map(|a| a.0),
+        opts.interval,
+        Duration::from_millis(20),
+    );
+    let start_info = agreed
+        .zip(late)
+        .map(|((t, by), late)| crate::report::summary::StartInfo {
+            agreed: start::rfc3339(t),
+            by: by.into(),
+            late_seconds: (late.as_secs_f64() * 1000.0).round() / 1000.0,
+        });
+    if opts.progress
+        && let Some(s) = &start_info
+    {
+        eprintln!(
+            "start: {} ({}{})",
+            s.agreed,
+            s.by,
+            match s.late_seconds {
+                0.0 => String::new(),
+                l => format!(", ready {l:.3}s too late: starting on the next interval"),
+            }
+        );
+    }
+    let dir = opts.output.clone().unwrap_or_else(|| {
+        let s = plan.load.shard;
+        let name = match s.is_whole() {
+            true => plan.name.clone(),
+            false => format!("{}-shard-{}-of-{}", plan.name, s.index, s.count),
+        };
+        files::default_dir(&opts.results_root, &name, started_wall.into())
+    });
     let output_error = |path: &std::path::Path| {
         let path = path.display().to_string();
         move |source| RunError::Output { path, source }
@@ -320,12 +357,15 @@ pub fn run(
     let workers = workers_for(&plan, opts);
     let ctx = Arc::new(context(
         &plan,
-        Arc::new(resolved.endpoint.clone()),
+        Arc::new(Endpoint {
+            id_base: plan.load.shard.id_base(),
+            ..resolved.endpoint.clone()
+        }),
         resolved.oauth.clone(),
         &pre,
         opts,
         workers,
-        started_wall,
+        (started_wall, start_at),
     ));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut recyclers = Vec::with_capacity(workers);
@@ -333,8 +373,10 @@ pub fn run(
     for w in 0..workers {
         let (rtx, rrx) = std::sync::mpsc::channel();
         recyclers.push(rtx);
+        // Global indexes: a shard's users are those of the whole scenario it owns.
         let vus: Vec<usize> = (0..plan.load.concurrency)
             .filter(|v| v % workers == w)
+            .map(|v| plan.load.shard.global(v))
             .collect();
         let (ctx, tx) = (ctx.clone(), tx.clone());
         let t = std::thread::Builder::new()
@@ -402,6 +444,14 @@ pub fn run(
         .net
         .as_ref()
         .is_none_or(|n| n.addr.ip().is_loopback());
+    if let Some(s) = start_info.as_ref().filter(|s| s.late_seconds > 0.0) {
+        notes.push(format!(
+            "started {:.3}s after the agreed start {} ({}): ready too late, it began on the \
+             next interval of the common time line, so its load runs that much later than the \
+             other shards'",
+            s.late_seconds, s.agreed, s.by
+        ));
+    }
     notes.extend(limits::time_wait_note(
         collector.totals.sessions.connections,
         run_end.saturating_duration_since(ctx.start).as_secs_f64(),
@@ -425,6 +475,7 @@ pub fn run(
         interrupted: stopped.is_some() || threshold_stop.is_some(),
         cpu: collector.ends.iter().map(|e| e.cpu).sum(),
         notes,
+        start: start_info,
     };
     let summary = summarize(&plan, &ops, &collector.totals, facts);
     files::write_summary(&dir, &summary).map_err(output_error(&dir))?;
@@ -461,9 +512,8 @@ fn context(
     pre: &Preflight,
     opts: &RunOptions,
     workers: usize,
-    started_wall: SystemTime,
+    (started_wall, start): (SystemTime, Instant),
 ) -> runner::Ctx {
-    let start = Instant::now() + Duration::from_millis(20);
     let items = &plan.workload;
     // Per-virtual-user credentials: an endpoint each, with its headers added.
     let credentials = match &plan.target {
@@ -571,7 +621,8 @@ fn context(
         workers,
         seed: started_wall
             .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(7, |d| d.as_nanos() as u64),
+            .map_or(7, |d| d.as_nanos() as u64)
+            ^ plan.load.shard.seed(),
     }
 }
 

@@ -40,6 +40,7 @@ pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let mut endpoint = Endpoint {
         timing: None,
         replicas: Vec::new(),
+        id_base: 0,
         kind: conn.transport,
         net: None,
         host: String::new(),

@@ -451,7 +451,8 @@ async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
     let Model::Open { rate, arrival } = &ctx.plan.load.model else {
         return;
     };
-    let mut arrivals = Arrivals::new(rate, *arrival, worker, ctx.workers, ctx.seed);
+    let (lane, lanes) = ctx.plan.load.shard.lane(worker, ctx.workers);
+    let mut arrivals = Arrivals::new(rate, *arrival, lane, lanes, ctx.seed);
     let mut clock = DispatchClock::precise();
     let on_release = |intended: Instant, now: Instant, released: bool| {
         let phase = ctx.phase(intended);
@@ -723,8 +724,12 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         _ => true,
     };
     let mut first = true;
-    // Everyone starts together, when the clock of the run starts.
-    tokio::time::sleep_until(ctx.start.into()).await;
+    // Everyone starts together, when the clock of the run starts (which may be a while ahead:
+    // a start agreed between shards), unless the run is interrupted first.
+    tokio::select! {
+        _ = tokio::time::sleep_until(ctx.start.into()) => {}
+        _ = ctx.drain.cancelled() => {}
+    }
     loop {
         // When this request is meant to start: now (closed loop) or its arrival (open loop).
         let intended = match &drive.pool {

@@ -101,39 +101,33 @@ impl Cumulative {
     }
 }
 
-/// One worker's arrivals: intended start times in seconds since the start of the run.
+/// One worker's arrivals: intended start times in seconds since the start of the run. The
+/// workers of a run (of every shard of a split run) are lanes: lane `l` of `L` takes global
+/// arrival indexes l, l+L, l+2L … (uniform), or a Poisson process of 1/L of the rate.
 #[derive(Debug)]
 pub struct Arrivals {
     cum: Cumulative,
     arrival: Arrival,
-    /// Uniform: this worker's next global arrival index; it takes every `stride`-th.
+    /// Uniform: this lane's next global arrival index; it takes every `stride`-th.
     next_index: f64,
     stride: f64,
-    /// Poisson: position on the Λ axis, and this worker's share of the rate.
+    /// Poisson: position on the Λ axis, and this lane's share of the rate.
     position: f64,
     share: f64,
     rng: SmallRng,
 }
 
 impl Arrivals {
-    pub fn new(
-        profile: &Profile,
-        arrival: Arrival,
-        worker: usize,
-        workers: usize,
-        seed: u64,
-    ) -> Self {
-        let w = workers.max(1) as f64;
+    pub fn new(profile: &Profile, arrival: Arrival, lane: usize, lanes: usize, seed: u64) -> Self {
+        let w = lanes.max(1) as f64;
         Arrivals {
             cum: Cumulative::new(profile),
             arrival,
-            next_index: worker as f64,
+            next_index: lane as f64,
             stride: w,
             position: 0.0,
             share: 1.0 / w,
-            rng: SmallRng::seed_from_u64(
-                seed ^ (worker as u64).wrapping_mul(0xA24B_AED4_963E_E407),
-            ),
+            rng: SmallRng::seed_from_u64(seed ^ (lane as u64).wrapping_mul(0xA24B_AED4_963E_E407)),
         }
     }
 

@@ -32,6 +32,8 @@ pub struct RunFacts {
     pub cpu: Option<Duration>,
     /// Things the driver noticed (an incomplete interval log, …).
     pub notes: Vec<String>,
+    /// A start agreed with other generators, and how late this run was.
+    pub start: Option<summary::StartInfo>,
 }
 
 /// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session
@@ -98,6 +100,12 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         },
         notes,
         thresholds: Vec::new(),
+        shard: (!plan.load.shard.is_whole()).then_some(summary::ShardInfo {
+            index: plan.load.shard.index,
+            count: plan.load.shard.count,
+        }),
+        start: facts.start,
+        shards: Vec::new(),
     };
     summary.thresholds = verdict::evaluate(&plan.thresholds.checks, &summary);
     if let Some(note) = generator_ceiling(&summary) {
@@ -224,6 +232,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         interrupted: false,
         cpu: None,
         notes: Vec::new(),
+        start: None,
     };
     summarize(plan, ops, totals, facts)
 }
@@ -295,6 +304,13 @@ fn notes(
     sessions: &SessionCounts,
 ) -> Vec<String> {
     let mut n = Vec::new();
+    if !plan.load.shard.is_whole() && plan.thresholds.abort_on_fail {
+        n.push(
+            "abort_on_fail does not apply to a shard: its share cannot tell whether the whole \
+             breaches; `mcpbench merge` judges the thresholds"
+                .into(),
+        );
+    }
     if totals.unaccounted != 0 || opening.unaccounted != 0 {
         n.push(format!(
             "{} requests are unaccounted for (started but never ended): this is a bug in mcpbench",

@@ -26,7 +26,7 @@ pub enum Block {
 pub fn document(run: &RunFiles) -> Vec<Block> {
     let s = &run.summary;
     let mut doc = vec![Block::Heading(format!("mcpbench: {}", s.scenario.name))];
-    doc.push(Block::List(vec![
+    let mut about = vec![
         format!("started {} · mcpbench {}", s.started_at, s.mcpbench_version),
         format!(
             "target {} ({}) · {} · HTTP/{} · protocol {} offered, {} negotiated",
@@ -55,7 +55,11 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
                 ""
             }
         ),
-    ]));
+    ];
+    if let Some(sh) = &s.shard {
+        about.push(super::text::shard_line(sh));
+    }
+    doc.push(Block::List(about));
     if !s.thresholds.is_empty() {
         doc.push(Block::Heading("Thresholds".into()));
         doc.push(Block::Table {
@@ -70,7 +74,13 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
                 .iter()
                 .map(|t| {
                     vec![
-                        if t.passed { "held" } else { "BREACHED" }.into(),
+                        match (t.passed, s.shard.is_some()) {
+                            (true, false) => "held",
+                            (false, false) => "BREACHED",
+                            (true, true) => "held on this shard's share",
+                            (false, true) => "not on this shard's share",
+                        }
+                        .into(),
                         t.name.clone(),
                         t.condition.clone(),
                         match (t.value, t.unit.as_str()) {
@@ -143,7 +153,16 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
             ))
         ));
     }
+    if let Some(st) = &s.start {
+        health.push(super::text::start_line(st));
+    }
     doc.push(Block::List(health));
+    if !s.shards.is_empty() {
+        doc.push(Block::Heading("Merged runs, each on its own".into()));
+        doc.push(Block::List(
+            s.shards.iter().map(super::text::health_line).collect(),
+        ));
+    }
     if !s.notes.is_empty() {
         doc.push(Block::Heading("Notes".into()));
         doc.push(Block::List(s.notes.clone()));

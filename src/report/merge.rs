@@ -21,7 +21,7 @@ use crate::scenario::thresholds::Threshold;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
-    #[error("merge needs at least two runs")]
+    #[error("merge needs at least two runs (or one directory holding them)")]
     TooFew,
     #[error(transparent)]
     Read(#[from] super::run::ReadError),
@@ -66,8 +66,126 @@ fn epoch(rfc3339: &str) -> Option<f64> {
     Some(t.unix_timestamp_nanos() as f64 / 1e9)
 }
 
-/// Merges `runs` into `output`: summary.json, latency.hlog, timeseries.csv and the reports.
-pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
+/// The runs to merge: as given, or one directory's subdirectories that are runs (sorted).
+fn expand(runs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
+    let [dir] = runs else {
+        return Ok(runs.to_vec());
+    };
+    if dir.join("summary.json").is_file() || dir.extension().is_some_and(|e| e == "json") {
+        return Err(MergeError::TooFew);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| MergeError::Bad {
+        path: dir.display().to_string(),
+        why: e.to_string(),
+    })?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    found.sort();
+    if found.len() < 2 {
+        return Err(MergeError::Bad {
+            path: dir.display().to_string(),
+            why: format!(
+                "{} run director{} inside (subdirectories with a summary.json); merge needs at \
+                 least two",
+                found.len(),
+                if found.len() == 1 { "y" } else { "ies" }
+            ),
+        });
+    }
+    Ok(found)
+}
+
+/// The shards of a split run must be one split, each shard once; missing ones are an error
+/// unless `partial`, then a note.
+fn check_shards(read: &[RunFiles], partial: bool) -> Result<Option<String>, MergeError> {
+    let shards: Vec<(&RunFiles, summary::ShardInfo)> = read
+        .iter()
+        .filter_map(|r| r.summary.shard.map(|s| (r, s)))
+        .collect();
+    let Some((first, one)) = shards.first() else {
+        return Ok(None);
+    };
+    if let Some(r) = read.iter().find(|r| r.summary.shard.is_none()) {
+        return Err(MergeError::Mismatch(format!(
+            "{} is shard {}/{} of a split run, {} is not a shard: merge the shards of one split",
+            first.dir.display(),
+            one.index,
+            one.count,
+            r.dir.display()
+        )));
+    }
+    let mut seen: Vec<Option<&RunFiles>> = vec![None; one.count];
+    for (r, s) in &shards {
+        if s.count != one.count {
+            return Err(MergeError::Mismatch(format!(
+                "{} is a shard of {}, {} a shard of {}: merge the shards of one split",
+                first.dir.display(),
+                one.count,
+                r.dir.display(),
+                s.count
+            )));
+        }
+        if let Some(twin) = seen[s.index].replace(r) {
+            return Err(MergeError::Mismatch(format!(
+                "shard {}/{} twice: {} and {} (a retried pod leaves its first attempt behind: \
+                 keep one)",
+                s.index,
+                s.count,
+                twin.dir.display(),
+                r.dir.display()
+            )));
+        }
+    }
+    let missing: Vec<String> = (0..one.count)
+        .filter(|i| seen[*i].is_none())
+        .map(|i| i.to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    let what = format!(
+        "shard{} {} of {} missing",
+        if missing.len() == 1 { "" } else { "s" },
+        missing.join(", "),
+        one.count
+    );
+    if !partial {
+        return Err(MergeError::Mismatch(format!(
+            "{what}: the merged result would be part of the scenario; wait for every shard, or \
+             pass --partial to merge what is there"
+        )));
+    }
+    Ok(Some(format!(
+        "PARTIAL: {what}; this result is {} of {} shards of the scenario",
+        shards.len(),
+        one.count
+    )))
+}
+
+/// Each run's own health, kept beside the merged result.
+fn health(r: &RunFiles) -> summary::ShardHealth {
+    let s = &r.summary;
+    summary::ShardHealth {
+        dir: r.dir.display().to_string(),
+        shard: s.shard,
+        started_at: s.started_at.clone(),
+        late_seconds: s.start.as_ref().map(|st| st.late_seconds),
+        started: s.totals.started,
+        ok: s.totals.ok,
+        error_rate: s.totals.error_rate,
+        dropped: s.totals.dropped,
+        cpu_us_per_request: s.generator.cpu_us_per_request,
+        lateness_p99_ms: s.generator.lateness.as_ref().map(|l| l.p99_ms),
+        interrupted: s.interrupted,
+    }
+}
+
+/// Merges `runs` (or the runs inside one directory) into `output`: summary.json, latency.hlog,
+/// timeseries.csv and the reports. Shards of a split run must all be there unless `partial`.
+pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, MergeError> {
+    let runs = expand(runs)?;
     if runs.len() < 2 {
         return Err(MergeError::TooFew);
     }
@@ -75,6 +193,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
         .iter()
         .map(|r| RunFiles::read(r))
         .collect::<Result<_, _>>()?;
+    let partial_note = check_shards(&read, partial)?;
     let first = &read[0].summary;
     for r in &read[1..] {
         if r.summary.scenario.name != first.scenario.name {
@@ -192,14 +311,15 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
     let all_started: u64 = operations.iter().map(|o| o.started).sum::<u64>()
         + warmup.iter().map(|w| w.started).sum::<u64>();
-    let mut notes = vec![format!(
+    let mut notes: Vec<String> = partial_note.into_iter().collect();
+    notes.push(format!(
         "merged from {} runs: {}",
         read.len(),
         read.iter()
             .map(|r| r.dir.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    )];
+    ));
     if dropped_extras {
         notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream, tenants' latency and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
     }
@@ -211,6 +331,7 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
     let mut load = first.load.clone();
     load.concurrency = read.iter().map(|r| r.summary.load.concurrency).sum();
     load.workers = read.iter().map(|r| r.summary.load.workers).sum();
+    load.requests = read.iter().map(|r| r.summary.load.requests).sum();
     let started_at = read
         .iter()
         .map(|r| r.summary.started_at.clone())
@@ -237,6 +358,9 @@ pub fn merge(runs: &[PathBuf], output: &Path) -> Result<Summary, MergeError> {
         },
         notes,
         thresholds: Vec::new(),
+        shard: None,
+        start: None,
+        shards: read.iter().map(health).collect(),
         ..first.clone()
     };
     let (checks, disagree) = recorded_thresholds(&read);

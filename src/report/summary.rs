@@ -44,6 +44,61 @@ pub struct Summary {
     /// The scenario's `[thresholds]`, each with the value measured and whether it held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+    /// A shard of a split run (`--shard I/N`): which part of the scenario this run was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// A start agreed with other generators (`--start-at`, `--start-barrier`): when, and how
+    /// late this run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartInfo>,
+    /// A merged result: each run merged, with its own health.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardHealth>,
+}
+
+/// Which part of a split scenario a run was.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ShardInfo {
+    /// From 0.
+    pub index: usize,
+    pub count: usize,
+}
+
+/// A start agreed between generators.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StartInfo {
+    /// The agreed start, UTC, RFC 3339.
+    pub agreed: String,
+    /// How it was agreed: `start-at` or `barrier`.
+    pub by: String,
+    /// How much later than agreed this run started (0 when on time): a run ready too late
+    /// starts at the next interval boundary of the common time line.
+    pub late_seconds: f64,
+}
+
+/// One run of a merged result, as it went on its own.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShardHealth {
+    /// The run directory merged.
+    pub dir: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    pub started_at: String,
+    /// Late against the agreed start, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_seconds: Option<f64>,
+    /// Its workload requests started, ok, and its error rate.
+    pub started: u64,
+    pub ok: u64,
+    pub error_rate: f64,
+    /// Open loop: its arrivals dropped.
+    pub dropped: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_request: Option<f64>,
+    /// Open loop: p99 of how late its arrivals were released, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness_p99_ms: Option<f64>,
+    pub interrupted: bool,
 }
 
 /// One threshold, evaluated.
@@ -62,9 +117,11 @@ pub struct ThresholdResult {
 }
 
 impl Summary {
-    /// Thresholds that did not hold.
+    /// Thresholds that did not hold — never a shard's: its thresholds are measured on its share
+    /// and judged on the merged result (`mcpbench merge`).
     pub fn breached(&self) -> impl Iterator<Item = &ThresholdResult> {
-        self.thresholds.iter().filter(|t| !t.passed)
+        let judged = self.shard.is_none();
+        self.thresholds.iter().filter(move |t| judged && !t.passed)
     }
 }
 

@@ -183,6 +183,12 @@ pub fn render(s: &Summary) -> String {
     if s.interrupted {
         let _ = writeln!(out, "INTERRUPTED: partial results");
     }
+    if let Some(sh) = &s.shard {
+        let _ = writeln!(out, "{}", shard_line(sh));
+    }
+    if let Some(st) = &s.start {
+        let _ = writeln!(out, "{}", start_line(st));
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -273,11 +279,83 @@ pub fn render(s: &Summary) -> String {
         );
     }
     let _ = writeln!(out);
+    if !s.shards.is_empty() {
+        let _ = writeln!(out, "merged runs, each on its own:");
+        for h in &s.shards {
+            let _ = writeln!(out, "  {}", health_line(h));
+        }
+    }
     for n in &s.notes {
         let _ = writeln!(out, "note: {n}");
     }
     thresholds(&mut out, s);
     out
+}
+
+/// What part of the scenario a shard ran.
+pub fn shard_line(sh: &super::summary::ShardInfo) -> String {
+    let (i, n) = (sh.index, sh.count);
+    format!(
+        "shard {i}/{n} of a split run: it ran 1 in {n} of the virtual users (numbers {i}, {}, \
+         {} …) or arrivals of the profile above; the in-flight bound and request count shown \
+         are its share; `mcpbench merge` joins the {n} shards",
+        i + n,
+        i + 2 * n
+    )
+}
+
+/// The start a run agreed with others, and whether it kept it.
+pub fn start_line(st: &super::summary::StartInfo) -> String {
+    format!(
+        "start agreed ({}) at {}: {}",
+        st.by,
+        st.agreed,
+        if st.late_seconds > 0.0 {
+            format!(
+                "LATE by {:.3}s (began on the next interval)",
+                st.late_seconds
+            )
+        } else {
+            "on time".into()
+        }
+    )
+}
+
+/// One merged run as it went on its own: its share, start, errors and generator health.
+pub fn health_line(h: &super::summary::ShardHealth) -> String {
+    let mut line = match &h.shard {
+        Some(s) => format!("shard {}/{} {}", s.index, s.count, h.dir),
+        None => h.dir.clone(),
+    };
+    let _ = write!(
+        line,
+        ": {} started, {} ok, error rate {:.2}%",
+        h.started,
+        h.ok,
+        h.error_rate * 100.0
+    );
+    if h.dropped > 0 {
+        let _ = write!(line, ", {} dropped", h.dropped);
+    }
+    match h.late_seconds {
+        Some(l) if l > 0.0 => {
+            let _ = write!(line, "; started LATE by {l:.3}s");
+        }
+        Some(_) => line.push_str("; started on time"),
+        None => {
+            let _ = write!(line, "; started {}", h.started_at);
+        }
+    }
+    if let Some(c) = h.cpu_us_per_request {
+        let _ = write!(line, "; CPU {c:.2} µs/request");
+    }
+    if let Some(l) = h.lateness_p99_ms {
+        let _ = write!(line, "; release lateness p99 {}", ms(l));
+    }
+    if h.interrupted {
+        line.push_str("; INTERRUPTED");
+    }
+    line
 }
 
 /// `thresholds: 2 of 3 held` and one line each, the breached ones marked.
@@ -290,7 +368,9 @@ fn thresholds(out: &mut String, s: &Summary) {
         out,
         "thresholds: {held} of {} held{}",
         s.thresholds.len(),
-        if held < s.thresholds.len() {
+        if s.shard.is_some() {
+            " on this shard's share (not a verdict: `mcpbench merge` judges the whole)"
+        } else if held < s.thresholds.len() {
             " — BREACHED (exit code 1)"
         } else {
             ""

@@ -82,6 +82,7 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         think: think(src, raw)?,
         workers: workers.map(|w| w as usize),
         sessions,
+        shard: super::shard::Shard::WHOLE,
     })
 }
 

@@ -18,6 +18,7 @@ mod locate;
 pub mod overrides;
 pub mod plan;
 pub mod raw;
+pub mod shard;
 mod target;
 pub mod thresholds;
 mod workload;
@@ -31,6 +32,7 @@ pub use overrides::{Override, load_with};
 pub use plan::{
     Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
 };
+pub use shard::Shard;
 pub use target::parse_url;
 pub use thresholds::{Threshold, Thresholds};
 

@@ -329,6 +329,9 @@ pub struct Load {
     /// Generator threads; `None` picks one per core, at most one per virtual user.
     pub workers: Option<usize>,
     pub sessions: Sessions,
+    /// The part of the scenario this process runs (`--shard I/N`); `concurrency`, `requests`
+    /// and `max_queued` above are already its share ([`Plan::sharded`]).
+    pub shard: super::shard::Shard,
 }
 
 /// Closed loop (virtual users) or open loop (arrival rate).
@@ -461,6 +464,58 @@ pub struct Expect {
 }
 
 impl Plan {
+    /// The part of this plan that `shard` runs: its share of the virtual users (or of the
+    /// requests in flight), of the request count and of the backlog; the arrivals and which
+    /// users are active follow from `load.shard` (see [`super::shard`]). Find-max and A/B runs
+    /// decide as they go from what they measure, so they cannot be split.
+    pub fn sharded(&self, shard: super::shard::Shard) -> Result<Plan, String> {
+        if shard.is_whole() {
+            return Ok(self.clone());
+        }
+        if self.find_max.is_some() {
+            return Err(
+                "a find-max search picks each step from the last one's results, which separate \
+                 shards do not see: run it on one generator (or split a fixed-rate scenario)"
+                    .into(),
+            );
+        }
+        if self.ab.is_some() {
+            return Err(
+                "an A/B run alternates its targets slice by slice on one generator: run it \
+                 unsplit"
+                    .into(),
+            );
+        }
+        let mut p = self.clone();
+        let l = &mut p.load;
+        let what = match l.model {
+            Model::Closed { .. } => "virtual users (concurrency)",
+            Model::Open { .. } => "requests in flight (max_in_flight)",
+        };
+        let users = shard.share(l.concurrency as u64) as usize;
+        if users == 0 {
+            return Err(format!(
+                "shard {shard} would run nothing: the scenario has {} {what} for {} shards; \
+                 use at most {} shards or raise it",
+                l.concurrency, shard.count, l.concurrency
+            ));
+        }
+        if let Some(r) = l.requests
+            && shard.share(r) == 0
+        {
+            return Err(format!(
+                "shard {shard} would send no request: `requests = {r}` split {} ways; use at \
+                 most {r} shards",
+                shard.count
+            ));
+        }
+        l.concurrency = users;
+        l.requests = l.requests.map(|r| shard.share(r));
+        l.max_queued = shard.share(l.max_queued as u64) as usize;
+        l.shard = shard;
+        Ok(p)
+    }
+
     pub fn connection(&self) -> Connection {
         match &self.target {
             Target::Embedded(e) => e.conn,

@@ -94,6 +94,9 @@ pub struct Endpoint {
     /// to the next one in turn, each over its own connection (a session opens where the last
     /// call went); empty: `net` alone.
     pub replicas: Vec<net::NetTarget>,
+    /// Request ids start above it: shard I of a split run uses ids from I·2^40, so that a
+    /// gateway's logs tell the shards apart.
+    pub id_base: u64,
 }
 
 /// A response header that reports time spent upstream (or in the server), in milliseconds:

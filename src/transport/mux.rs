@@ -71,10 +71,11 @@ pub struct Mux {
 const ABANDONED: usize = 64;
 
 impl Mux {
-    /// `capacity` bounds the requests in flight (rounded up to a power of two).
-    pub fn new(capacity: usize, codec: Codec) -> Self {
+    /// `capacity` bounds the requests in flight (rounded up to a power of two); ids start
+    /// above `id_base` (the shard's range).
+    pub fn new(capacity: usize, codec: Codec, id_base: u64) -> Self {
         let n = capacity.max(2).next_power_of_two();
-        let first = first_id();
+        let first = id_base + first_id();
         Mux {
             slots: RefCell::new((0..n).map(|_| Slot::default()).collect()),
             mask: (n - 1) as u64,
@@ -302,10 +303,11 @@ impl Mux {
 /// The first request id of a connection: random, so that ids of different connections (and
 /// runs) differ. A gateway that sends one session's responses to every session (supergateway's
 /// stdio→SSE and stdio→WS bridges do) then shows us ids we never used — counted as unmatched —
-/// instead of completing our request with another session's answer. Below 2^48, so ids stay
-/// exact in JavaScript numbers.
+/// instead of completing our request with another session's answer. Below 2^39, leaving 2^39
+/// requests before a shard's range (2^40) ends; with the shard's base added, ids stay exact in
+/// JavaScript numbers (below 2^53).
 fn first_id() -> u64 {
-    1 + (u64::from(rand::random::<u32>()) << 16)
+    1 + (u64::from(rand::random::<u32>()) << 7)
 }
 
 /// Frames messages for a byte stream.
@@ -560,9 +562,9 @@ impl<O> Drop for MuxConn<O> {
 }
 
 impl<O: Outbound> MuxConn<O> {
-    pub fn new(capacity: usize, codec: Codec, out: O) -> Self {
+    pub fn new(capacity: usize, ep: &super::Endpoint, out: O) -> Self {
         MuxConn {
-            mux: Mux::new(capacity, codec),
+            mux: Mux::new(capacity, ep.codec, ep.id_base),
             out,
             revision: Cell::new(None),
             tasks: RefCell::new(Vec::new()),
@@ -894,7 +896,7 @@ mod tests {
 
     #[tokio::test]
     async fn routes_responses_progress_and_server_requests() {
-        let mux = Mux::new(4, Codec::Scan);
+        let mux = Mux::new(4, Codec::Scan, 0);
         let a = mux.register().unwrap();
         let b = mux.register().unwrap();
         let mut answer = Vec::new();
@@ -953,7 +955,7 @@ mod tests {
     }
 
     async fn keeps_only_the_response_with(codec: Codec) {
-        let mux = Mux::new(4, codec);
+        let mux = Mux::new(4, codec, 0);
         mux.keep_responses(true);
         let a = mux.register().unwrap();
         let mut answer = Vec::new();
@@ -962,7 +964,7 @@ mod tests {
         let mut note = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec();
         mux.deliver(&mut note, &mut answer);
         // Ids of different connections differ, so another session's answer matches nothing.
-        let other = Mux::new(4, codec).register().unwrap();
+        let other = Mux::new(4, codec, 0).register().unwrap();
         assert_ne!(other, a, "ids are random per connection");
         let mut foreign = format!(r#"{{"jsonrpc":"2.0","id":{other},"result":{{}}}}"#).into_bytes();
         mux.deliver(&mut foreign, &mut answer);
@@ -973,7 +975,7 @@ mod tests {
 
     #[tokio::test]
     async fn abandoned_and_closed() {
-        let mux = Mux::new(2, Codec::Scan);
+        let mux = Mux::new(2, Codec::Scan, 0);
         let a = mux.register().unwrap();
         // Polled once, then dropped before completion (a timeout): the slot is freed and a late
         // answer is counted, not delivered.

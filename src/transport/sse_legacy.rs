@@ -168,7 +168,7 @@ impl Connector for SseConnector {
             head,
             idle: RefCell::new(Vec::new()),
         };
-        let conn = Rc::new(MuxConn::new(capacity, ep.codec, out));
+        let conn = Rc::new(MuxConn::new(capacity, ep, out));
         let weak = Rc::downgrade(&conn);
         conn.hold(tokio::task::spawn_local(async move {
             let mut msg = Vec::with_capacity(4096);

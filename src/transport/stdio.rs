@@ -71,7 +71,7 @@ impl Connector for StdioConnector {
             writer: Writer::new(stdin, Lines),
             child: std::cell::RefCell::new(Some(child)),
         };
-        let conn = Rc::new(MuxConn::new(capacity, ep.codec, out));
+        let conn = Rc::new(MuxConn::new(capacity, ep, out));
         let weak = Rc::downgrade(&conn);
         let reader = tokio::task::spawn_local(async move {
             let mut lines = BufReader::with_capacity(64 * 1024, stdout);

@@ -156,6 +156,7 @@ impl HttpSession {
         let uri = format!("{scheme}://{}{}", ep.host, ep.path)
             .parse()
             .unwrap_or_else(|_| hyper::Uri::from_static("/"));
+        let first_id = ep.id_base + 1;
         let mut s = HttpSession {
             ep,
             conn: None,
@@ -169,7 +170,7 @@ impl HttpSession {
             captured,
             session_id: None,
             revision: None,
-            next_id: 1,
+            next_id: first_id,
             last_id: None,
             dirty: false,
             stale: false,
@@ -232,7 +233,7 @@ impl HttpSession {
     fn take_id(&mut self) -> u64 {
         match &self.shared {
             Some(sh) => {
-                let id = sh.next_id.get().max(1);
+                let id = sh.next_id.get().max(self.ep.id_base + 1);
                 sh.next_id.set(id + 1);
                 id
             }

@@ -48,7 +48,7 @@ impl Connector for WsConnector {
         let out = WsOut {
             writer: Writer::new(io, framer),
         };
-        let conn = Rc::new(MuxConn::new(capacity, ep.codec, out));
+        let conn = Rc::new(MuxConn::new(capacity, ep, out));
         let weak = Rc::downgrade(&conn);
         conn.hold(tokio::task::spawn_local(async move {
             let mut answer = Vec::new();

@@ -257,6 +257,30 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// results/schema.json, compiled.
+pub fn summary_schema() -> jsonschema::Validator {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("results/schema.json")).unwrap())
+            .unwrap();
+    jsonschema::validator_for(&schema).expect("schema compiles")
+}
+
+/// A run directory's summary.json, which must validate against results/schema.json.
+pub fn valid_summary(dir: &Path) -> serde_json::Value {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let errors: Vec<String> = summary_schema()
+        .iter_errors(&summary)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{}/summary.json breaks the schema: {errors:#?}",
+        dir.display()
+    );
+    summary
+}
+
 /// A self-signed certificate for `localhost` and `127.0.0.1`, minted now with rcgen and written
 /// as PEM into `dir`: (certificate path, private key path). No key material is committed.
 pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
