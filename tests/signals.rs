@@ -34,11 +34,21 @@ arguments = {{ query = "Leanne" }}
 
 /// Starts `mcpbench run FILE --no-tui --output OUT ARGS…`; returns once it reported progress
 /// (so requests are in flight), with its stderr reader. (The caller waits for the child.)
-#[allow(clippy::zombie_processes)]
 fn start_run(
     file: &str,
     out: &Path,
     args: &[&str],
+) -> (Child, BufReader<std::process::ChildStderr>) {
+    start_run_until(file, out, args, |line| line.trim_start().starts_with('['))
+}
+
+/// Starts the run; returns once it wrote a line on stderr that `until` accepts.
+#[allow(clippy::zombie_processes)]
+fn start_run_until(
+    file: &str,
+    out: &Path,
+    args: &[&str],
+    until: fn(&str) -> bool,
 ) -> (Child, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbench"))
         .args(["run", file, "--no-tui", "--output"])
@@ -58,7 +68,7 @@ fn start_run(
             let _ = child.wait();
             panic!("the run ended early");
         }
-        if line.trim_start().starts_with('[') {
+        if until(&line) {
             return (child, err);
         }
     }
@@ -109,6 +119,32 @@ fn call(s: &serde_json::Value) -> &serde_json::Value {
 
 fn notes(s: &serde_json::Value) -> String {
     s["notes"].to_string()
+}
+
+/// A signal while a shard waits for the agreed start (a pod deleted before its run began):
+/// results are written, empty and marked interrupted, saying no load was sent; exit 2.
+#[test]
+fn a_signal_before_the_agreed_start_writes_results_without_load() {
+    let dir = scratch();
+    let file = slow_scenario(dir.path(), "1ms");
+    let out = dir.path().join("early");
+    let at = mcpbench::driver::start::rfc3339(
+        std::time::SystemTime::now() + std::time::Duration::from_secs(120),
+    );
+    let (child, err) = start_run_until(&file, &out, &["--start-at", &at], |l| {
+        l.starts_with("start:")
+    });
+    kill(&child, "TERM");
+    let (code, said) = wait(child, err);
+    assert_eq!(code, Some(2), "{said}");
+    let s = complete(&out);
+    assert_eq!(s["totals"]["started"], 0, "{s}");
+    assert!(
+        notes(&s).contains("interrupted by SIGTERM before the agreed start: no load was sent"),
+        "{}",
+        notes(&s)
+    );
+    assert_eq!(s["start"]["agreed"], at.as_str());
 }
 
 /// SIGTERM (what Kubernetes, systemd and CI runners send): the calls in flight finish within

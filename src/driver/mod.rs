@@ -672,7 +672,7 @@ async fn collect(
                 let now = Instant::now();
                 let grace = grace.min(ctx.timeout);
                 stopped = Some(Stopped {
-                    at: now.saturating_duration_since(ctx.start),
+                    at: now.checked_duration_since(ctx.start),
                     grace,
                     hurried: false,
                 });
@@ -702,8 +702,8 @@ async fn collect(
 /// How an interrupted run stopped.
 #[derive(Debug, Clone, Copy)]
 struct Stopped {
-    /// When, from the start of the run.
-    at: Duration,
+    /// When, from the start of the run; `None` before it (waiting for an agreed start).
+    at: Option<Duration>,
     /// What the requests in flight were given.
     grace: Duration,
     /// A second interrupt cut the grace short.
@@ -723,11 +723,14 @@ impl Stopped {
                 mcpbench_knobs::format_duration(self.grace)
             )
         };
+        let cause = cause.unwrap_or("a signal");
+        let Some(at) = self.at else {
+            return format!("interrupted by {cause} before the agreed start: no load was sent");
+        };
         format!(
-            "interrupted by {} at {:.1}s: no new requests; {drained}; {cancelled} cancelled \
+            "interrupted by {cause} at {:.1}s: no new requests; {drained}; {cancelled} cancelled \
              (counted apart, not as errors)",
-            cause.unwrap_or("a signal"),
-            self.at.as_secs_f64()
+            at.as_secs_f64()
         )
     }
 }
