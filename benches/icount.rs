@@ -193,6 +193,7 @@ fn whole_request() -> Work {
             addr,
             tls: None,
             connect_timeout: timeout,
+            source: None,
         }),
         host: addr.to_string(),
         path: "/mcp".into(),

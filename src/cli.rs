@@ -321,6 +321,11 @@ pub struct ScaleArgs {
     /// How long to wait at the start barrier for every shard.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
     pub barrier_timeout: Duration,
+    /// Open connections from this local address (one of this machine's; on loopback any
+    /// 127.x.y.z): several generators on one machine, each with its own address and its own
+    /// range of ports.
+    #[arg(long, value_name = "IP")]
+    pub source_address: Option<std::net::IpAddr>,
 }
 
 impl ScaleArgs {
@@ -590,6 +595,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             };
             let opts = RunOptions {
                 start,
+                source_address: scale.source_address,
                 output,
                 results_root,
                 codec,

@@ -152,6 +152,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
             addr,
             tls,
             connect_timeout: o.timeout,
+            source: None,
         }),
         host: if u.port == default_port {
             u.host.clone()

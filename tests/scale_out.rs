@@ -3,7 +3,9 @@
 //! from JOB_COMPLETION_INDEX as in a Kubernetes Indexed Job), then `mcpbench merge`d. The
 //! shards add up to the scenario, and the merge is exact: its totals are the shards' sums, its
 //! histograms the union of their recordings, and thresholds are judged on the whole.
-//! (Plain processes on loopback: network namespaces need privileges these machines lack.)
+//! Each shard connects from its own loopback address (127.0.0.2, .3 …: its own port range, as
+//! a pod has); network namespaces would need addresses beyond loopback, where load tests do
+//! not go.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,11 +37,13 @@ fn run_shards(file: &Path, dir: &Path, n: usize, start: Start) -> Vec<(i32, Summ
         .map(|i| {
             let out = shards.join(i.to_string());
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpbench"));
+            // Each shard from its own address, like pods: 127.0.0.2, 127.0.0.3 …
+            let source = format!("127.0.0.{}", 2 + i);
             cmd.arg("run")
                 .arg(file)
                 .arg("--output")
                 .arg(&out)
-                .args(["--quiet", "--workers", "1"])
+                .args(["--quiet", "--workers", "1", "--source-address", &source])
                 .env("RUST_LOG", "warn")
                 .env_remove("MCPBENCH_SHARD")
                 .stdout(Stdio::piped())
@@ -470,8 +474,13 @@ method = "tools/list"
 "#,
     );
     let f = path(&file);
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["--shard", "4/4"], "the last is 3/4"),
+        (
+            &["--source-address", "192.0.2.1"],
+            "not an address of this machine",
+        ),
+        (&["--source-address", "::1"], "same family"),
         (&["--shard", "3/4"], "use at most 3 shards"),
         (&["--shards", "2"], "JOB_COMPLETION_INDEX"),
         (&["--shard", "0/2", "--start-at", "noon"], "RFC 3339"),

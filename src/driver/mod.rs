@@ -106,6 +106,9 @@ pub struct RunOptions {
     pub grace: Duration,
     /// When the load starts: now, or a time agreed with the other shards.
     pub start: start::StartAt,
+    /// The local address connections come from (several generators on one machine, each
+    /// with its own address and port range).
+    pub source_address: Option<std::net::IpAddr>,
 }
 
 impl Default for RunOptions {
@@ -122,6 +125,7 @@ impl Default for RunOptions {
             label: None,
             grace: DEFAULT_GRACE,
             start: start::StartAt::Now,
+            source_address: None,
         }
     }
 }

@@ -34,8 +34,43 @@ pub struct Resolved {
     pub oauth: Option<super::oauth::TokenEndpoint>,
 }
 
-/// The endpoint for a plan: embedded servers started, names resolved, TLS configured.
+/// The endpoint for a plan: embedded servers started, names resolved, TLS configured, and
+/// connections from `--source-address` if given.
 pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
+    let mut resolved = resolve_target(plan, opts)?;
+    if let Some(ip) = opts.source_address {
+        let ep = &mut resolved.endpoint;
+        for net in ep.net.iter_mut().chain(ep.replicas.iter_mut()) {
+            usable_source(ip, net.addr)?;
+            net.source = Some(ip);
+        }
+    }
+    Ok(resolved)
+}
+
+/// A source address this machine has, of the target's family: bound once here, so that a
+/// wrong one is one clear error before load rather than a failed connection per request.
+fn usable_source(ip: std::net::IpAddr, target: SocketAddr) -> Result<(), RunError> {
+    let fail = |reason: String| RunError::Resolve {
+        target: format!("--source-address {ip}"),
+        reason,
+    };
+    if ip.is_ipv4() != target.is_ipv4() {
+        return Err(fail(format!(
+            "the target {target} is IPv{}: give a source address of the same family",
+            if target.is_ipv4() { 4 } else { 6 }
+        )));
+    }
+    std::net::UdpSocket::bind(SocketAddr::new(ip, 0))
+        .map(drop)
+        .map_err(|e| {
+            fail(format!(
+                "not an address of this machine ({e}); on loopback any 127.x.y.z works"
+            ))
+        })
+}
+
+fn resolve_target(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let conn = plan.connection();
     let mut endpoint = Endpoint {
         timing: None,
@@ -146,6 +181,7 @@ fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
             addr: servers.mcp_addr,
             tls: None,
             connect_timeout: ep.timeout,
+            source: None,
         });
         ep.host = servers.mcp_addr.to_string();
         ep.path = path.into();
@@ -201,6 +237,7 @@ pub fn net_target(
             addr,
             tls,
             connect_timeout: timeout,
+            source: None,
         },
         host,
     ))

@@ -78,6 +78,9 @@ pub struct NetTarget {
     /// `Some` for https/wss.
     pub tls: Option<TlsClient>,
     pub connect_timeout: Duration,
+    /// The local address connections come from (`--source-address`); `None` lets the system
+    /// choose.
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// A ready-to-use TLS client side: connector plus the name to verify.
@@ -265,7 +268,20 @@ impl Stream {
 /// Connects (and handshakes TLS) within the target's timeout.
 pub async fn connect(t: &NetTarget) -> Result<Stream, ConnectError> {
     let addr = t.addr;
-    let tcp = match tokio::time::timeout(t.connect_timeout, TcpStream::connect(addr)).await {
+    let connecting = async {
+        match t.source {
+            None => TcpStream::connect(addr).await,
+            Some(ip) => {
+                let socket = match addr {
+                    SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                    SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+                };
+                socket.bind(SocketAddr::new(ip, 0))?;
+                socket.connect(addr).await
+            }
+        }
+    };
+    let tcp = match tokio::time::timeout(t.connect_timeout, connecting).await {
         Err(_) => return Err(ConnectError::Timeout { addr }),
         Ok(Err(source)) => return Err(ConnectError::Tcp { addr, source }),
         Ok(Ok(s)) => s,
@@ -410,6 +426,32 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             WriteHalf::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With a source address, connections come from it (any 127.x.y.z on loopback).
+    #[tokio::test]
+    async fn connections_come_from_the_source_address() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        for source in [None, Some("127.0.0.7".parse().unwrap())] {
+            let t = NetTarget {
+                addr,
+                tls: None,
+                connect_timeout: Duration::from_secs(5),
+                source,
+            };
+            let _stream = connect(&t).await.unwrap();
+            let (_, peer) = listener.accept().unwrap();
+            assert_eq!(
+                peer.ip(),
+                source.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]))
+            );
         }
     }
 }
