@@ -2,20 +2,26 @@
 # mcpbench next to general HTTP load generators (wrk, oha) on the same MCP request: the `echo`
 # tool over Streamable HTTP (JSON replies, HTTP/1.1 keep-alive), against the reference server in
 # another process, one MCP session shared by every connection (what wrk and oha can do: a fixed
-# header), closed loop at 1, 16 and 64 connections. Per tool and concurrency: throughput, p50 and
-# p99 as the tool reports them, and the generator's own CPU (user + system, from /usr/bin/time)
-# per request. The generator and the server share the machine's cores, so a cheaper generator
-# leaves more CPU to the server — compare the ratios, one sitting, and repeat (REPEAT=3 prints
-# every sitting; quote medians).
+# header). Three tables: closed loop at 1, 16, 64 and 256 connections; open loop at RATE
+# requests/s (mcpbench Poisson and uniform arrivals; mcpbench closed loop paced by think time
+# to the same throughput, the reference for what pacing costs; oha -q with latency correction);
+# HTTP/2 at 16 concurrent streams (mcpbench, oha --http2) next to HTTP/1.1. Per row: throughput,
+# p50 and p99 as the tool reports them, and the generator's own CPU (user + system, from
+# /usr/bin/time) per request. The generator and the server share the machine's cores, so a
+# cheaper generator leaves more CPU to the server — compare the ratios, one sitting, and repeat
+# (REPEAT=3 prints every sitting; quote medians).
 #
 #   benches/vs-http-tools.sh                     # 5 s per case
 #   DURATION=10 REPEAT=3 OUT=results/baselines/vs-http-tools.md benches/vs-http-tools.sh
+#   CONCURRENCY="16" SECTIONS="closed" benches/vs-http-tools.sh   # one table, one level
 #
 # Needs wrk (apt install wrk) and oha (cargo install oha --locked); a missing tool is skipped.
 source "$(dirname "$0")/common.sh"
 DURATION=${DURATION:-5}
 REPEAT=${REPEAT:-1}
-CONCURRENCY=${CONCURRENCY:-"1 16 64"}
+CONCURRENCY=${CONCURRENCY:-"1 16 64 256"}
+RATE=${RATE:-20000}
+SECTIONS=${SECTIONS:-"closed open http2"}
 PORT=$(free_port)
 "$BIN" serve --listen 127.0.0.1:$PORT --threads 1 > "$WORK/serve.log" 2>&1 &
 SERVER=$!
@@ -64,31 +70,41 @@ print(f"| {tool} | {c} | {n / float(dur):.0f} | {float(p50):.2f} | {float(p99):.
 PY
 }
 
-run_mcpbench() { # c
-  local c=$1 workers=$(( $1 < 2 ? 1 : 2 ))
+# mcpbench with extra [target] and [load] lines; the row is labelled `label`.
+mcpbench_case() { # label c target_extra load_extra
+  local label=$1 c=$2 workers=$(( $2 < 2 ? 1 : 2 )) users="concurrency = $2"
+  case "$4" in *'model = "open"'*) users="" ;; esac   # open loop: max_in_flight instead
   cat > "$WORK/s.toml" <<TOML
 name = "vs"
 [target]
 url = "$URL"
+$3
 [load]
-concurrency = $c
+$users
 duration = "${DURATION}s"
 timeout = "5s"
 workers = $workers
 sessions = "shared"
+$4
 $ECHO_WORKLOAD
 TOML
   rm -rf "$WORK/out"
   timed "$BIN" run "$WORK/s.toml" --output "$WORK/out" --quiet > /dev/null
-  read -r n err p50 p99 < <(python3 - "$WORK/out/summary.json" <<'PY'
+  read -r n err p50 p99 late < <(python3 - "$WORK/out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 op = next(o for o in s["operations"] if o["name"] == "tools/call:echo")
 t = s["totals"]
-print(op["started"], t["failed"] + t["cancelled"], op["latency"]["p50_ms"], op["latency"]["p99_ms"])
+late = (s["generator"].get("lateness") or {}).get("p99_ms", "-")
+print(op["started"], t["failed"] + t["cancelled"] + t["dropped"], op["latency"]["p50_ms"], op["latency"]["p99_ms"], late)
 PY
 )
-  row mcpbench "$c" "$n" "$err" "$p50" "$p99"
+  row "$label" "$c" "$n" "$err" "$p50" "$p99"
+  LATE=$late
+}
+
+run_mcpbench() { # c
+  mcpbench_case mcpbench "$1" "" ""
 }
 
 run_wrk() { # c
@@ -98,9 +114,11 @@ run_wrk() { # c
   row wrk "$c" "$n" "$err" "$p50" "$p99"
 }
 
-run_oha() { # c
-  local c=$1
-  timed oha -z "${DURATION}s" -c "$c" -m POST --no-tui --output-format json \
+run_oha() { # c [extra oha flags…]
+  local c=$1 label=oha
+  shift
+  [ $# -gt 0 ] && label="oha $*"
+  timed oha -z "${DURATION}s" -c "$c" "$@" -m POST --no-tui --output-format json \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H "Mcp-Session-Id: $SESSION" -H 'MCP-Protocol-Version: 2025-11-25' \
     -d "$BODY" "$URL" > "$WORK/oha.json"
@@ -114,7 +132,7 @@ p = r["latencyPercentiles"]
 print(n, n - ok, p["p50"] * 1000, p["p99"] * 1000)
 PY
 )
-  row oha "$c" "$n" "$err" "$p50" "$p99"
+  row "$label" "$c" "$n" "$err" "$p50" "$p99"
 }
 
 tools="mcpbench"
@@ -127,13 +145,43 @@ echo
 echo "Reproduce: \`DURATION=$DURATION REPEAT=$REPEAT benches/vs-http-tools.sh\`. Closed loop, one MCP session"
 echo "shared by all connections, against \`mcpbench serve --threads 1\` in another process on the same"
 echo "machine. CPU per request is the generator's user and system time (/usr/bin/time) over its requests."
-for r in $(seq "$REPEAT"); do
-  [ "$REPEAT" -gt 1 ] && { echo; echo "sitting $r"; echo; }
+header() {
+  echo
+  echo "$1"
+  echo
   echo "| generator | connections | req/s | p50 ms | p99 ms | errors | user µs/req | sys µs/req | CPU µs/req |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-  for c in $CONCURRENCY; do
-    for t in $tools; do "run_$t" "$c"; done
-  done
+}
+for r in $(seq "$REPEAT"); do
+  [ "$REPEAT" -gt 1 ] && { echo; echo "## sitting $r"; }
+  case " $SECTIONS " in *" closed "*)
+    header "Closed loop, HTTP/1.1 keep-alive, one connection per virtual user:"
+    for c in $CONCURRENCY; do
+      for t in $tools; do "run_$t" "$c"; done
+    done
+  esac
+  case " $SECTIONS " in *" open "*)
+    # Up to 64 in flight. The paced closed loop: 1 ms think time, which tokio's 1 ms timer ticks
+    # stretch to ~2.3 ms a cycle here, so RATE/430 users make about RATE (its req/s column says
+    # what it made).
+    users=$(( RATE / 430 ))
+    header "Open loop at $RATE/s (errors include dropped arrivals), and a closed loop paced to the same rate:"
+    for arrival in poisson uniform; do
+      mcpbench_case "mcpbench open $arrival" 64 "" "model = \"open\"
+rate = $RATE
+arrival = \"$arrival\"
+max_in_flight = 64"
+      echo "  (mcpbench open $arrival: release lateness p99 $LATE ms)"
+    done
+    mcpbench_case "mcpbench closed, think 1ms" "$users" "" "think = \"1ms\""
+    case " $tools " in *" oha "*) run_oha 64 -q "$RATE" --latency-correction ;; esac
+  esac
+  case " $SECTIONS " in *" http2 "*)
+    header "HTTP/2 (prior knowledge), one connection per worker, 16 streams in flight; HTTP/1.1 beside it:"
+    mcpbench_case "mcpbench HTTP/2" 16 "http = \"2\"" ""
+    run_mcpbench 16
+    case " $tools " in *" oha "*) run_oha 16 --http2 ;; esac
+  esac
 done
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r);" \
