@@ -1,6 +1,7 @@
 //! MCP over Streamable HTTP: the handshake era (sessions made by `initialize`) and 2026-07-28
 //! (stateless: `server/discover`, `_meta` and `Mcp-*` headers on every request), over
-//! HTTP/1.1 (the hot-path client in `http1`) or HTTP/2 (hyper), plain or TLS.
+//! HTTP/1.1 (the hot-path client in `http1`) or HTTP/2 (the `h2` crate, each virtual user
+//! awaiting its own stream: no task or channel message per request), plain or TLS.
 //!
 //! One `HttpSession` is one MCP session. Over HTTP/1.1 it owns one keep-alive connection
 //! (reopened when the server closes it); requests are rendered into reused buffers from a
@@ -10,10 +11,9 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::http1::{Captured, ContentKind, Http1Conn, HttpError, IDLE_PROBE, content_kind};
 use super::mux::OpenLatch;
@@ -40,7 +40,7 @@ const MAX_RESUMES: u32 = 3;
 
 enum Conn {
     H1(Http1Conn<Stream>),
-    H2(http2::SendRequest<Full<Bytes>>),
+    H2(H2Conn),
 }
 
 /// An MCP session over Streamable HTTP.
@@ -111,7 +111,7 @@ impl std::fmt::Debug for HttpSession {
 /// Where the response body comes from.
 enum Body<'a> {
     H1(&'a mut Http1Conn<Stream>),
-    H2(hyper::body::Incoming),
+    H2(h2::RecvStream),
     /// No body (between a stream's end and its resumption).
     Empty,
 }
@@ -124,11 +124,11 @@ impl Body<'_> {
         match self {
             Body::H1(c) => c.read_body(sink).await,
             Body::H2(b) => {
-                while let Some(frame) = b.frame().await {
-                    let frame = frame.map_err(|e| HttpError::Io(std::io::Error::other(e)))?;
-                    if let Some(data) = frame.data_ref()
-                        && sink(data).is_break()
-                    {
+                while let Some(data) = b.data().await {
+                    let data = data.map_err(|e| HttpError::Io(std::io::Error::other(e)))?;
+                    // Read: the peer may send that much more (flow control).
+                    let _ = b.flow_control().release_capacity(data.len());
+                    if sink(&data).is_break() {
                         return Ok(ControlFlow::Break(()));
                     }
                 }
@@ -142,6 +142,53 @@ impl Body<'_> {
 struct Head {
     status: u16,
     content: ContentKind,
+}
+
+/// An HTTP/2 connection: the handle streams are opened on, and whether the task driving the
+/// connection has ended (closed by either side).
+struct H2Conn {
+    send: h2::client::SendRequest<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
+/// Windows as hyper's client sets them (h2's own 64 KiB would throttle large results).
+const H2_STREAM_WINDOW: u32 = 2 << 20;
+const H2_CONNECTION_WINDOW: u32 = 5 << 20;
+
+impl H2Conn {
+    async fn handshake(stream: Stream) -> Result<Self, h2::Error> {
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(H2_STREAM_WINDOW)
+            .initial_connection_window_size(H2_CONNECTION_WINDOW)
+            .handshake(stream)
+            .await?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let flag = closed.clone();
+        tokio::spawn(async move {
+            let _ = conn.await;
+            flag.store(true, Ordering::Relaxed);
+        });
+        Ok(H2Conn { send, closed })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// One request on a new stream (waiting for the server's stream limit), its body sent
+    /// whole; the response head.
+    async fn request(
+        &mut self,
+        req: hyper::http::Request<()>,
+        body: &[u8],
+    ) -> Result<hyper::http::Response<h2::RecvStream>, h2::Error> {
+        std::future::poll_fn(|cx| self.send.poll_ready(cx)).await?;
+        let (response, mut out) = self.send.send_request(req, body.is_empty())?;
+        if !body.is_empty() {
+            out.send_data(Bytes::copy_from_slice(body), true)?;
+        }
+        response.await
+    }
 }
 
 impl HttpSession {
@@ -317,13 +364,11 @@ impl HttpSession {
         let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let h2 = self.ep.http2 || stream.alpn() == Some(b"h2");
         self.conn = Some(if h2 {
-            let (send, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .map_err(|_| Outcome::Connect)?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            Conn::H2(send)
+            Conn::H2(
+                H2Conn::handshake(stream)
+                    .await
+                    .map_err(|_| Outcome::Connect)?,
+            )
         } else {
             Conn::H1(Http1Conn::new(stream))
         });
@@ -360,7 +405,7 @@ impl HttpSession {
                 conn.read_head(&mut self.captured).await.map_err(drop)?;
                 conn.discard_body().await.map_err(drop)
             }
-            Some(Conn::H2(send)) => {
+            Some(Conn::H2(h2)) => {
                 let req = build_h2(
                     &self.ep,
                     self.bearer.as_deref(),
@@ -369,11 +414,14 @@ impl HttpSession {
                     sid,
                     rev,
                     None,
-                    &[],
                 )
                 .map_err(drop)?;
-                let resp = send.send_request(req).await.map_err(drop)?;
-                resp.into_body().collect().await.map(drop).map_err(drop)
+                let resp = h2.request(req, &[]).await.map_err(drop)?;
+                let mut body = Body::H2(resp.into_body());
+                body.read(|_| ControlFlow::Continue(()))
+                    .await
+                    .map(drop)
+                    .map_err(drop)
             }
             None => Err(()),
         }
@@ -382,7 +430,7 @@ impl HttpSession {
     fn conn_usable(&self) -> bool {
         match &self.conn {
             Some(Conn::H1(c)) => c.is_reusable(),
-            Some(Conn::H2(s)) => !s.is_closed(),
+            Some(Conn::H2(h2)) => !h2.is_closed(),
             None => false,
         }
     }
@@ -481,7 +529,7 @@ impl HttpSession {
                     }
                 }
             }
-            Some(Conn::H2(send)) => {
+            Some(Conn::H2(h2)) => {
                 let req = match build_h2(
                     &self.ep,
                     self.bearer.as_deref(),
@@ -490,12 +538,11 @@ impl HttpSession {
                     self.session_id.as_deref(),
                     header_rev,
                     spec,
-                    &self.body,
                 ) {
                     Ok(r) => r,
                     Err(_) => return Reply::new(Outcome::Protocol(ProtocolKind::BadHttp)),
                 };
-                match send.send_request(req).await {
+                match h2.request(req, &self.body).await {
                     Ok(resp) => {
                         let status = resp.status().as_u16();
                         let content = resp
@@ -717,8 +764,8 @@ impl HttpSession {
     }
 }
 
-/// An HTTP/2 request (a POST of the current body, or the session's DELETE).
-#[allow(clippy::too_many_arguments)]
+/// An HTTP/2 request head (a POST, its body sent by [`H2Conn::request`], or the session's
+/// DELETE).
 fn build_h2(
     ep: &Endpoint,
     bearer: Option<&str>,
@@ -727,8 +774,7 @@ fn build_h2(
     session: Option<&[u8]>,
     rev: Option<Revision>,
     spec: Option<&CallSpec>,
-    body: &[u8],
-) -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
+) -> Result<hyper::http::Request<()>, hyper::http::Error> {
     let mut b = hyper::Request::builder()
         .method(method)
         .uri(uri.clone())
@@ -763,7 +809,7 @@ fn build_h2(
             }
         }
     }
-    b.body(Full::new(Bytes::copy_from_slice(body)))
+    b.body(())
 }
 
 async fn read_json(
