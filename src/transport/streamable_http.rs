@@ -410,7 +410,7 @@ impl HttpSession {
                     &self.ep,
                     self.bearer.as_deref(),
                     &self.uri,
-                    "DELETE",
+                    hyper::http::Method::DELETE,
                     sid,
                     rev,
                     None,
@@ -534,7 +534,7 @@ impl HttpSession {
                     &self.ep,
                     self.bearer.as_deref(),
                     &self.uri,
-                    "POST",
+                    hyper::http::Method::POST,
                     self.session_id.as_deref(),
                     header_rev,
                     spec,
@@ -770,46 +770,74 @@ fn build_h2(
     ep: &Endpoint,
     bearer: Option<&str>,
     uri: &hyper::Uri,
-    method: &str,
+    method: hyper::http::Method,
     session: Option<&[u8]>,
     rev: Option<Revision>,
     spec: Option<&CallSpec>,
 ) -> Result<hyper::http::Request<()>, hyper::http::Error> {
-    let mut b = hyper::Request::builder()
-        .method(method)
-        .uri(uri.clone())
-        .header(
-            "user-agent",
-            concat!("mcpbench/", env!("CARGO_PKG_VERSION")),
+    use hyper::http::header::{self, HeaderName, HeaderValue};
+    // Set in place (the request builder moves the whole request at every header); appended,
+    // as the builder does.
+    let post = method == hyper::http::Method::POST;
+    let mut req = hyper::http::Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri.clone();
+    let h = req.headers_mut();
+    h.append(
+        header::USER_AGENT,
+        HeaderValue::from_static(concat!("mcpbench/", env!("CARGO_PKG_VERSION"))),
+    );
+    if post {
+        h.append(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
         );
-    if method == "POST" {
-        b = b
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
+        h.append(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
     }
     for (n, v) in &ep.headers {
         if !n.eq_ignore_ascii_case("host") {
-            b = b.header(n.as_str(), v.as_str());
+            h.append(
+                HeaderName::try_from(n.as_str())?,
+                HeaderValue::try_from(v.as_str())?,
+            );
         }
     }
     if let Some(t) = bearer {
-        b = b.header("authorization", format!("Bearer {t}"));
+        h.append(
+            header::AUTHORIZATION,
+            HeaderValue::try_from(format!("Bearer {t}"))?,
+        );
     }
     if let Some(s) = session {
-        b = b.header("mcp-session-id", s);
+        h.append(
+            HeaderName::from_static("mcp-session-id"),
+            HeaderValue::from_bytes(s)?,
+        );
     }
     if let Some(r) = rev.filter(|r| r.sends_version_header()) {
-        b = b.header("mcp-protocol-version", r.as_str());
+        h.append(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_static(r.as_str()),
+        );
         if !r.has_handshake()
             && let Some(spec) = spec
         {
-            b = b.header("mcp-method", spec.method.as_str());
+            h.append(
+                HeaderName::from_static("mcp-method"),
+                HeaderValue::try_from(spec.method.as_str())?,
+            );
             if let Some(n) = &spec.name {
-                b = b.header("mcp-name", mcp::header_value(n));
+                h.append(
+                    HeaderName::from_static("mcp-name"),
+                    HeaderValue::try_from(mcp::header_value(n))?,
+                );
             }
         }
     }
-    b.body(())
+    Ok(req)
 }
 
 async fn read_json(
