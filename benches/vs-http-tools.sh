@@ -3,7 +3,8 @@
 # tool over Streamable HTTP (JSON replies, HTTP/1.1 keep-alive), against the reference server in
 # another process, one MCP session shared by every connection (what wrk and oha can do: a fixed
 # header). Three tables: closed loop at 1, 16, 64 and 256 connections; open loop at RATE
-# requests/s (mcpbench Poisson and uniform arrivals; mcpbench closed loop paced by think time
+# requests/s (mcpbench Poisson and uniform arrivals, and Poisson at release_interval 0 and 200 µs;
+# mcpbench closed loop paced by think time
 # to the same throughput, the reference for what pacing costs; oha -q with latency correction);
 # HTTP/2 at 16 concurrent streams (mcpbench, oha --http2) next to HTTP/1.1. Per row: throughput,
 # p50 and p99 as the tool reports them, and the generator's own CPU (user + system, from
@@ -72,8 +73,9 @@ PY
 
 # mcpbench with extra [target] and [load] lines; the row is labelled `label`.
 mcpbench_case() { # label c target_extra load_extra
-  local label=$1 c=$2 workers=$(( $2 < 2 ? 1 : 2 )) users="concurrency = $2"
-  case "$4" in *'model = "open"'*) users="" ;; esac   # open loop: max_in_flight instead
+  local label=$1 c=$2 workers="workers = $(( $2 < 2 ? 1 : 2 ))" users="concurrency = $2"
+  # Open loop: max_in_flight instead of users, and the default workers (one per 50 000/s).
+  case "$4" in *'model = "open"'*) users="" workers="" ;; esac
   cat > "$WORK/s.toml" <<TOML
 name = "vs"
 [target]
@@ -83,7 +85,7 @@ $3
 $users
 duration = "${DURATION}s"
 timeout = "5s"
-workers = $workers
+$workers
 sessions = "shared"
 $4
 $ECHO_WORKLOAD
@@ -166,12 +168,17 @@ for r in $(seq "$REPEAT"); do
     # what it made).
     users=$(( RATE / 430 ))
     header "Open loop at $RATE/s (errors include dropped arrivals), and a closed loop paced to the same rate:"
-    for arrival in poisson uniform; do
-      mcpbench_case "mcpbench open $arrival" 64 "" "model = \"open\"
+    # Poisson and uniform at the default release_interval (100 µs), then Poisson releasing
+    # every arrival on its own and at most every 200 µs: the generator's cost against its
+    # lateness.
+    for variant in "poisson 100us" "uniform 100us" "poisson 0us" "poisson 200us"; do
+      read -r arrival release <<< "$variant"
+      mcpbench_case "mcpbench open $arrival, release $release" 64 "" "model = \"open\"
 rate = $RATE
 arrival = \"$arrival\"
+release_interval = \"$release\"
 max_in_flight = 64"
-      echo "  (mcpbench open $arrival: release lateness p99 $LATE ms)"
+      echo "  (mcpbench open $arrival, release $release: release lateness p99 $LATE ms)"
     done
     mcpbench_case "mcpbench closed, think 1ms" "$users" "" "think = \"1ms\""
     case " $tools " in *" oha "*) run_oha 64 -q "$RATE" --latency-correction ;; esac

@@ -218,9 +218,12 @@ pub(super) fn at_level(plan: &Plan, level: f64, duration: Duration) -> Plan {
     p.load.warmup = (duration / 5).min(Duration::from_secs(2));
     p.load.requests = None;
     p.load.model = match &plan.load.model {
-        Model::Open { arrival, .. } => Model::Open {
+        Model::Open {
+            arrival, release, ..
+        } => Model::Open {
             rate: Profile::constant(level, duration),
             arrival: *arrival,
+            release: *release,
         },
         Model::Closed { .. } => {
             let vus = level.round().max(1.0);

@@ -30,6 +30,7 @@ use crate::report::live::{Live, LiveSink, RunHeader};
 use crate::report::run::RunFiles;
 use crate::report::summary::TargetInfo;
 use crate::report::{Summary, document, files, text};
+use crate::scenario::plan::Model;
 use crate::scenario::{Diagnostic, Plan};
 use crate::transport::Endpoint;
 use preflight::Preflight;
@@ -491,14 +492,30 @@ pub fn run(
     Ok(RunOutput { summary, dir })
 }
 
-/// Worker threads: the option's, the scenario's, else one per core; at most one per user.
+/// Worker threads: the option's, the scenario's, else one per core — for an open loop, one
+/// per 50 000 arrivals a second of its (shard's) peak rate, up to one per core (a worker releasing more
+/// arrivals per wake-up costs less per request and is later less often: at 20 000/s one
+/// worker costs 21 µs a request where two cost 25, results/baselines/vs-http-tools-2026-12-02-issue15.md);
+/// at most one per user.
 fn workers_for(plan: &Plan, opts: &RunOptions) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let default = match &plan.load.model {
+        Model::Open { rate, .. } => {
+            let share = rate.max() / plan.load.shard.count as f64;
+            ((share / OPEN_LOOP_RATE_PER_WORKER).ceil() as usize).clamp(1, cores)
+        }
+        Model::Closed { .. } => cores,
+    };
     opts.workers
         .or(plan.load.workers)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .unwrap_or(default)
         .min(plan.load.concurrency)
         .max(1)
 }
+
+/// Arrivals a second one open-loop worker is given by default (one worker kept up with 60 000/s
+/// here, later less often than two).
+const OPEN_LOOP_RATE_PER_WORKER: f64 = 50_000.0;
 
 /// The tenants of the target's credentials, in order.
 fn tenants_of(plan: &Plan) -> Vec<String> {

@@ -448,12 +448,17 @@ pub fn worker(
 /// recorded.
 async fn dispatch(drive: Rc<Drive>, pool: Rc<Pool>, worker: usize) {
     let ctx = &drive.ctx;
-    let Model::Open { rate, arrival } = &ctx.plan.load.model else {
+    let Model::Open {
+        rate,
+        arrival,
+        release,
+    } = &ctx.plan.load.model
+    else {
         return;
     };
     let (lane, lanes) = ctx.plan.load.shard.lane(worker, ctx.workers);
     let mut arrivals = Arrivals::new(rate, *arrival, lane, lanes, ctx.seed);
-    let mut clock = DispatchClock::precise();
+    let mut clock = DispatchClock::precise(*release);
     let on_release = |intended: Instant, now: Instant, released: bool| {
         let phase = ctx.phase(intended);
         let mut rec = drive.shards.at(now);

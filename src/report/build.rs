@@ -254,14 +254,19 @@ fn workload_latency(totals: &Recorder, ops: &[String]) -> Option<Latency> {
 /// The load as the plan set it.
 pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
     let l = &plan.load;
-    let (model, arrival, profile) = match &l.model {
-        Model::Closed { vus } => ("closed", None, vus),
-        Model::Open { rate, arrival } => (
+    let (model, arrival, release, profile) = match &l.model {
+        Model::Closed { vus } => ("closed", None, None, vus),
+        Model::Open {
+            rate,
+            arrival,
+            release,
+        } => (
             "open",
             Some(match arrival {
                 Arrival::Poisson => "poisson".to_string(),
                 Arrival::Uniform => "uniform".to_string(),
             }),
+            Some(release.as_secs_f64()),
             rate,
         ),
     };
@@ -269,6 +274,7 @@ pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
         model: model.into(),
         concurrency: l.concurrency,
         arrival,
+        release_interval_seconds: release,
         profile: ProfileInfo {
             start: profile.start,
             stages: profile

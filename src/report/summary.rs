@@ -157,6 +157,9 @@ pub struct LoadInfo {
     /// Open loop: `poisson` or `uniform`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival: Option<String>,
+    /// Open loop: each worker released the arrivals due at most this often (seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_interval_seconds: Option<f64>,
     /// The load profile: level (virtual users, or requests per second) at the start, then
     /// each stage's duration and the level it ramps to.
     pub profile: ProfileInfo,

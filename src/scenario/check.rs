@@ -134,6 +134,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
             "\"per-vu\" (a session per virtual user), \"shared\" (one per worker thread, many requests in flight) or \"per-request\" (session churn)"
         }
         "load.arrival" => "\"poisson\" (independent arrivals) or \"uniform\" (evenly spaced)",
+        "load.release_interval" => {
+            "the shortest time between two releases of arrivals, from \"0us\" (each at its own time) to \"10ms\" (default \"100us\")"
+        }
         "workload.progress" => {
             "true to ask for progress notifications (progressToken = request id)"
         }

@@ -15,6 +15,11 @@ use super::{ScenarioError, Source};
 const MAX_CONCURRENCY: u32 = 100_000;
 /// The highest arrival rate, per second.
 const MAX_RATE: f64 = 10_000_000.0;
+/// Open loop: by default a worker releases due arrivals at most every 100 µs — at most 10 000
+/// wake-ups a second, lateness a fraction of a loopback round trip
+/// (results/baselines/vs-http-tools-2026-12-02-issue15.md measures the trade).
+const DEFAULT_RELEASE_INTERVAL: Duration = Duration::from_micros(100);
+const MAX_RELEASE_INTERVAL: Duration = Duration::from_millis(10);
 
 pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
     let raw = l.get_ref();
@@ -114,6 +119,10 @@ fn is_open(src: &Source<'_>, raw: &RawLoad) -> Result<bool, ScenarioError> {
         (
             raw.max_in_flight.as_ref().map(|r| r.span()),
             "max_in_flight",
+        ),
+        (
+            raw.release_interval.as_ref().map(|r| r.span()),
+            "release_interval",
         ),
     ];
     for (span, key) in open_keys {
@@ -278,7 +287,28 @@ fn open_model(
         // Enough for the peak rate at a 100 ms latency, within reason.
         None => ((rate.max() * 0.1).ceil() as usize).clamp(16, 10_000),
     };
-    Ok((Model::Open { rate, arrival }, max_in_flight))
+    let release = match &raw.release_interval {
+        None => DEFAULT_RELEASE_INTERVAL,
+        Some(r) => {
+            let d = duration(src, r, "load.release_interval")?;
+            if d > MAX_RELEASE_INTERVAL {
+                return Err(src.error(
+                    r.span(),
+                    "release_interval must be at most 10ms (it adds up to that much to every latency)",
+                    key_hint("load.release_interval"),
+                ));
+            }
+            d
+        }
+    };
+    Ok((
+        Model::Open {
+            rate,
+            arrival,
+            release,
+        },
+        max_in_flight,
+    ))
 }
 
 /// Closed loop: a pause after each request, fixed (`"100ms"`) or uniform in a range
@@ -520,6 +550,16 @@ mod tests {
                 "load.requests",
                 "requests must be at least 1",
             ),
+            (
+                "model = \"open\"\nrate = 5\nrelease_interval = \"20ms\"\nduration = \"1s\"",
+                "load.release_interval",
+                "release_interval must be at most 10ms (it adds up to that much to every latency)",
+            ),
+            (
+                "concurrency = 2\nrelease_interval = \"1ms\"\nduration = \"1s\"",
+                "load.release_interval",
+                "`release_interval` belongs to the open model",
+            ),
         ];
         for (load, key, message) in cases {
             let d = err(&format!("[load]\n{load}{WORK}"));
@@ -551,10 +591,23 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let Model::Open { rate, arrival } = &p.load.model else {
+        let Model::Open {
+            rate,
+            arrival,
+            release,
+        } = &p.load.model
+        else {
             panic!("open")
         };
         assert_eq!(*arrival, Arrival::Uniform);
+        assert_eq!(*release, super::DEFAULT_RELEASE_INTERVAL);
+        let p = parse(
+            "t.toml",
+            &format!("[load]\nmodel = \"open\"\nrate = 5\nrelease_interval = \"0us\"\nduration = \"1s\"{WORK}"),
+            &|_| None,
+        )
+        .unwrap();
+        assert!(matches!(p.load.model, Model::Open { release, .. } if release.is_zero()));
         assert_eq!(
             (rate.start, rate.max(), rate.duration().as_secs()),
             (0.0, 50.0, 3)

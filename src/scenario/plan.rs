@@ -341,7 +341,13 @@ pub enum Model {
     Closed { vus: Profile },
     /// Arrivals at a rate (per second) following the profile, each request timed from its
     /// intended start; at most `concurrency` in flight, excess arrivals counted as dropped.
-    Open { rate: Profile, arrival: Arrival },
+    /// `release`: each worker releases the arrivals due at most this often (one wake-up for
+    /// all of them), which bounds its wake-ups and adds up to that much lateness.
+    Open {
+        rate: Profile,
+        arrival: Arrival,
+        release: Duration,
+    },
 }
 
 /// Spacing of open-loop arrivals.

@@ -38,6 +38,7 @@ fn header(model: &str) -> RunHeader {
             model: model.into(),
             concurrency: 64,
             arrival: (model == "open").then(|| "poisson".into()),
+            release_interval_seconds: (model == "open").then_some(0.0001),
             profile: ProfileInfo {
                 start: 0.0,
                 stages: vec![
