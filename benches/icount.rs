@@ -191,6 +191,7 @@ fn whole_request(http2: bool) -> Work {
         timing: None,
         replicas: Vec::new(),
         id_base: 0,
+        children: Default::default(),
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

@@ -1,10 +1,11 @@
 //! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `validate`,
-//! `probe`, `completions`, `man`.
+//! `probe`, `completions`, `man`, `schema`, `doctor`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
-//! included); 1 the target failed a check (thresholds breached by a run or a merged result, a regression found by
-//! `compare`, a failed probe); 2 usage, scenario, set-up or runtime error, including a run
-//! interrupted by a signal (its partial results are still written).
+//! included); 1 the target failed a check (thresholds breached by a run or a merged result, a
+//! regression found by `compare`, a failed probe) or `doctor` warned; 2 usage, scenario, set-up
+//! or runtime error, including a run interrupted by a signal (its partial results are still
+//! written).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,6 +65,11 @@ pub enum Command {
         /// the request timeout) before they are cancelled; a second signal cancels them at once.
         #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
         grace: Duration,
+        /// A process of the target to sample every interval (CPU time, memory, descriptors,
+        /// threads; reported per request): the server, a gateway, its upstreams. Repeat for
+        /// several; adds to the scenario's `target.pid`. Stdio servers are sampled anyway.
+        #[arg(long = "target-pid", value_name = "PID")]
+        target_pid: Vec<u32>,
         #[command(flatten)]
         overrides: Overrides,
         #[command(flatten)]
@@ -181,6 +187,16 @@ pub enum Command {
     },
     /// Print the man page (roff): `mcpbench man > mcpbench.1 && man ./mcpbench.1`.
     Man,
+    /// Print a JSON Schema (draft 2020-12): of the scenario format, for editors (Taplo and
+    /// VS Code's Even Better TOML read a `#:schema FILE` first line), or of summary.json.
+    #[command(
+        after_help = "Examples:\n  mcpbench schema scenario > scenario.schema.json\n  \
+        mcpbench schema summary > summary.schema.json"
+    )]
+    Schema {
+        /// `scenario` (scenarios/schema.json) or `summary` (results/schema.json).
+        which: SchemaKind,
+    },
     /// Check a scenario file without running it; with --connect (always for the built-in
     /// server) also open a session on the target and check the workload against its tools.
     Validate {
@@ -213,6 +229,31 @@ pub enum Command {
         /// https: accept any certificate (self-signed test servers only).
         #[arg(long)]
         insecure: bool,
+    },
+    /// Check this machine for what a load test needs and what would make its measurements
+    /// unreliable: open-file and port limits for the planned load, TIME_WAIT, timer and clock
+    /// precision, CPU frequency scaling and quota, other load on the cores; each finding with
+    /// its fix. Exit 0 nothing found, 1 a warning, 2 usage.
+    #[command(after_help = "Examples:\n  mcpbench doctor\n  \
+        mcpbench doctor --concurrency 20000\n  \
+        mcpbench doctor --quick --format json")]
+    Doctor {
+        /// The virtual users (connections to one target) you plan: what the open-file, port
+        /// and accept-queue checks size for.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 1000,
+            value_parser = clap::value_parser!(u64).range(1..)
+        )]
+        concurrency: u64,
+        /// Skip what takes time: the timer measurement and the 1 s sample of the cores' load.
+        #[arg(long)]
+        quick: bool,
+        /// `text` (a table) or `json`: {schema_version, concurrency, quick, findings: [{check,
+        /// value, verdict (ok | info | warn), detail, fix (null when nothing to do)}]}.
+        #[arg(long, default_value = "text")]
+        format: DoctorFormat,
     },
 }
 
@@ -420,6 +461,31 @@ pub enum CompareFormat {
     Json,
 }
 
+/// `doctor` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Json,
+}
+
+/// The JSON Schemas `mcpbench schema` prints, as committed (compiled in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// The scenario format (scenarios/schema.json).
+    Scenario,
+    /// summary.json, the result of a run (results/schema.json).
+    Summary,
+}
+
+impl SchemaKind {
+    pub fn text(self) -> &'static str {
+        match self {
+            SchemaKind::Scenario => include_str!("../scenarios/schema.json"),
+            SchemaKind::Summary => include_str!("../results/schema.json"),
+        }
+    }
+}
+
 /// `--progress` formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProgressFormat {
@@ -442,7 +508,8 @@ impl DisplayArgs {
     }
 }
 
-/// Exit code: the target failed a check (thresholds, regression, probe).
+/// Exit code: the target failed a check (thresholds, regression, probe), or `doctor` found
+/// what would make measurements unreliable.
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: usage, scenario, set-up or runtime error, or an interrupted run.
 pub const EXIT_ERROR: u8 = 2;
@@ -477,6 +544,18 @@ pub fn execute(cli: Cli) -> ExitCode {
             insecure,
         }),
         Command::Validate { scenario, connect } => validate(&scenario, connect),
+        Command::Doctor {
+            concurrency,
+            quick,
+            format,
+        } => doctor(
+            &crate::doctor::Options {
+                concurrency,
+                quick,
+                soft_files_at_start: before,
+            },
+            format,
+        ),
         Command::Init(o) => init(&o),
         Command::Compare {
             base,
@@ -567,6 +646,10 @@ pub fn execute(cli: Cli) -> ExitCode {
                 Err(e) => error(e),
             }
         }
+        Command::Schema { which } => {
+            print!("{}", which.text());
+            ExitCode::SUCCESS
+        }
         Command::Run {
             scenario,
             output,
@@ -575,6 +658,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             workers,
             format,
             grace,
+            target_pid,
             overrides,
             display,
             scale,
@@ -602,6 +686,7 @@ pub fn execute(cli: Cli) -> ExitCode {
                 workers,
                 scenario_file: scenario.display().to_string(),
                 grace,
+                target_pids: target_pid,
                 ..RunOptions::default()
             };
             use std::io::IsTerminal;
@@ -688,6 +773,24 @@ fn compare(
         },
     }
     if cmp.regressed() > 0 {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `doctor`: the findings as a table or JSON; exit 1 if any would make measurements
+/// unreliable.
+fn doctor(o: &crate::doctor::Options, format: DoctorFormat) -> ExitCode {
+    let report = crate::doctor::examine(o);
+    match format {
+        DoctorFormat::Text => print!("{}", crate::doctor::render_text(&report)),
+        DoctorFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(j) => println!("{j}"),
+            Err(e) => return error(e),
+        },
+    }
+    if report.warnings() > 0 {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS

@@ -111,6 +111,7 @@ impl UpstreamSpec {
             timing: None,
             replicas: Vec::new(),
             id_base: 0,
+            children: Default::default(),
         };
         let mut protocol = ProtocolChoice::Auto;
         let describe = if let Some(cmd) = target.strip_prefix("stdio:") {

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cli         clap definitions: run | init | report | compare | merge | serve | validate
-//!             [--connect] | probe | completions | man; scenario overrides; exit codes
+//!             [--connect] | probe | doctor | completions | man | schema; scenario overrides;
+//!             exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
 //!             generators (args); command-line overrides (overrides); thresholds. Knows no
@@ -30,6 +31,9 @@
 //! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
 //!             terminal, format) or progress lines / JSON on stderr
 //! init        `mcpbench init`: a starter scenario from a server's tools
+//! doctor      `mcpbench doctor`: what would make measurements on this machine unreliable
+//!             (limits for the planned load, timer, clock, CPU scaling and quota, other load),
+//!             each finding with its fix; uses driver::limits' arithmetic
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio; wire, context and response helpers below
 //!             dispatch, tools, sessions and the transports; TLS
@@ -62,6 +66,7 @@
 //! latency distributions and route knobs both use lives in `mcpbench-knobs` (`knobs/`).
 
 pub mod cli;
+pub mod doctor;
 pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -147,6 +147,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
         timing: None,
         replicas: Vec::new(),
         id_base: 0,
+        children: Default::default(),
         kind: TransportKind::StreamableHttp,
         net: Some(NetTarget {
             addr,

@@ -4,10 +4,9 @@
 //! the calls the generator saw reach it. (Release binaries: a debug build makes a few hundred
 //! calls a second. Runs in the `full` profile, as CI does.)
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use crate::support::{http, repo, scenario, scratch};
+use crate::support::{http, listening, repo, scenario, scratch};
 
 /// Calls in the run.
 const CALLS: u64 = 1_000_000;
@@ -36,39 +35,10 @@ fn release_binaries() -> std::path::PathBuf {
         .join("release")
 }
 
-/// Starts a server that prints `listening on http://ADDR…` first; the child and ADDR.
-fn start(cmd: &mut Command) -> (Child, std::net::SocketAddr) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .strip_prefix("listening on http://")
-        .and_then(|l| l.split(['/', ' ', '\n']).next())
-        .unwrap_or_else(|| panic!("{line}"))
-        .parse()
-        .unwrap();
-    (child, addr)
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_million_rest_backed_calls_are_each_counted_once_and_match_the_backend() {
     let bin = release_binaries();
-    let (backend, backend_addr) = start(Command::new(bin.join("mock-backend")).args([
+    let (_backend, backend_addr) = listening(Command::new(bin.join("mock-backend")).args([
         "--listen",
         "127.0.0.1:0",
         "--latency",
@@ -76,15 +46,13 @@ fn a_million_rest_backed_calls_are_each_counted_once_and_match_the_backend() {
         "--error-rate",
         "0.05",
     ]));
-    let _backend = Killed(backend);
-    let (server, server_addr) = start(Command::new(bin.join("mcpbench")).args([
+    let (_server, server_addr) = listening(Command::new(bin.join("mcpbench")).args([
         "serve",
         "--listen",
         "127.0.0.1:0",
         "--backend",
         &format!("http://{backend_addr}"),
     ]));
-    let _server = Killed(server);
     let dir = scratch();
     let file = scenario(
         dir.path(),

@@ -87,6 +87,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("transport", &["crate::driver", "crate::report", "crate::server", "crate::scenario"]),
     ("server", &["crate::driver", "crate::report", "crate::scenario", "crate::transport"]),
     ("ui", &["crate::driver", "crate::transport", "crate::server", "crate::scenario"]),
+    ("doctor", &["crate::transport", "crate::server", "crate::report", "crate::scenario", "crate::cli"]),
 ];
 
 #[test]

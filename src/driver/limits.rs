@@ -81,7 +81,7 @@ pub fn needs(plan: &Plan, workers: usize) -> Needs {
     // An embedded server holds the other end of each connection in this process too.
     let embedded = matches!(plan.target, Target::Embedded(_)) && per_session > 0;
     let fds_per_session = fds_per_session * if embedded { 2 } else { 1 };
-    let fds = BASE_FDS + 4 * workers as u64 + sessions * fds_per_session;
+    let fds = fds_for(sessions, fds_per_session, workers);
     let processes = if conn.transport == TransportKind::Stdio {
         sessions
     } else {
@@ -94,6 +94,12 @@ pub fn needs(plan: &Plan, workers: usize) -> Needs {
         fds_per_session,
         processes,
     }
+}
+
+/// File descriptors a run holds with `sessions` open at once, each taking `fds_per_session`,
+/// on `workers` threads.
+pub fn fds_for(sessions: u64, fds_per_session: u64, workers: usize) -> u64 {
+    BASE_FDS + 4 * workers as u64 + sessions * fds_per_session
 }
 
 /// The machine's limits, as read now.
@@ -186,7 +192,8 @@ pub fn raise_open_files() -> (u64, u64) {
     (u64::MAX, u64::MAX)
 }
 
-fn open_files() -> (u64, Option<u64>) {
+/// The open-file limit of this process: soft, hard (`None`: unlimited).
+pub fn open_files() -> (u64, Option<u64>) {
     #[cfg(target_os = "linux")]
     {
         let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
@@ -207,18 +214,39 @@ fn process_limit() -> Option<u64> {
 
 /// `net.ipv4.ip_local_port_range`, where Linux says it.
 pub fn port_range() -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    parse_port_range(&std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?)
+}
+
+/// The two numbers of `ip_local_port_range` (`"32768\t60999\n"`), low first.
+pub fn parse_port_range(s: &str) -> Option<(u64, u64)> {
     let mut it = s.split_whitespace().map(str::parse::<u64>);
-    Some((it.next()?.ok()?, it.next()?.ok()?))
+    let range = (it.next()?.ok()?, it.next()?.ok()?);
+    (range.0 <= range.1 && it.next().is_none()).then_some(range)
 }
 
 /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 loopback only (the default since Linux 4.19).
-fn tw_reuse() -> Option<u8> {
+pub fn tw_reuse() -> Option<u8> {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse")
         .ok()?
         .trim()
         .parse()
         .ok()
+}
+
+/// Whether `net.ipv4.tcp_tw_reuse` (as [`tw_reuse`] reads it) lets new connections to this
+/// target take over ports in TIME_WAIT.
+pub fn tw_reuse_covers(setting: Option<u8>, loopback: bool) -> bool {
+    match setting {
+        Some(1) => true,
+        Some(2) => loopback,
+        _ => false,
+    }
+}
+
+/// The rate of new connections (per second) whose ports in TIME_WAIT fill half of a `range`
+/// of ephemeral ports: past it, connects start to fail on a busy machine.
+pub fn churn_limit(range: u64) -> f64 {
+    range as f64 * 0.5 / TIME_WAIT_SECS
 }
 
 /// Session churn: when connections closed at this rate would hold more ports in TIME_WAIT than
@@ -230,22 +258,17 @@ pub fn time_wait_note(connections: u64, seconds: f64, loopback: bool) -> Option<
     let rate = connections as f64 / seconds;
     let held = rate * TIME_WAIT_SECS;
     let (lo, hi) = port_range()?;
-    let range = (hi.saturating_sub(lo) + 1) as f64;
-    if held < range * 0.5 {
+    let range = hi.saturating_sub(lo) + 1;
+    if rate < churn_limit(range) {
         return None;
     }
-    let reuse = match tw_reuse() {
-        Some(1) => true,
-        Some(2) => loopback,
-        _ => false,
-    };
-    Some(if reuse {
+    Some(if tw_reuse_covers(tw_reuse(), loopback) {
         format!(
-            "{rate:.0} connections/s were opened: their ports would stay in TIME_WAIT for {TIME_WAIT_SECS:.0} s ({held:.0} at once, against {range:.0} ephemeral ports), but net.ipv4.tcp_tw_reuse lets new connections take them over; failed connects would show as local(no_ports)"
+            "{rate:.0} connections/s were opened: their ports would stay in TIME_WAIT for {TIME_WAIT_SECS:.0} s ({held:.0} at once, against {range} ephemeral ports), but net.ipv4.tcp_tw_reuse lets new connections take them over; failed connects would show as local(no_ports)"
         )
     } else {
         format!(
-            "{rate:.0} connections/s were opened: their ports stay in TIME_WAIT for {TIME_WAIT_SECS:.0} s ({held:.0} at once) against {range:.0} ephemeral ports, and net.ipv4.tcp_tw_reuse is off for this target: longer runs will fail to connect (local(no_ports)); reuse sessions or connections, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1"
+            "{rate:.0} connections/s were opened: their ports stay in TIME_WAIT for {TIME_WAIT_SECS:.0} s ({held:.0} at once) against {range} ephemeral ports, and net.ipv4.tcp_tw_reuse is off for this target: longer runs will fail to connect (local(no_ports)); reuse sessions or connections, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1"
         )
     })
 }

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot, ShardMsg};
 use crate::metrics::grid::{Grid, Phase};
+use crate::metrics::target::Sampler;
 use crate::protocol::jsonrpc::Codec;
 use crate::report::build::{RunFacts, load_info, summarize};
 use crate::report::live::{Live, LiveSink, RunHeader};
@@ -110,6 +111,8 @@ pub struct RunOptions {
     /// The local address connections come from (several generators on one machine, each
     /// with its own address and port range).
     pub source_address: Option<std::net::IpAddr>,
+    /// Processes of the target to sample every interval, besides the scenario's `target.pid`.
+    pub target_pids: Vec<u32>,
 }
 
 impl Default for RunOptions {
@@ -127,6 +130,7 @@ impl Default for RunOptions {
             grace: DEFAULT_GRACE,
             start: start::StartAt::Now,
             source_address: None,
+            target_pids: Vec::new(),
         }
     }
 }
@@ -162,6 +166,18 @@ pub enum RunError {
     /// No common start with the other shards.
     #[error(transparent)]
     Start(#[from] start::StartError),
+    /// A target process to sample cannot be read.
+    #[error(
+        "target process {pids} cannot be read in /proc (no such process, or not this user's): \
+         check the pid (`pgrep -f <server>`), or run as its user"
+    )]
+    TargetPid { pids: String },
+    /// A threshold on the target's processes, and none watched.
+    #[error(
+        "threshold {threshold} is about the target's processes, and none are watched: give \
+         target.pid in the scenario or --target-pid (stdio servers are watched by themselves)"
+    )]
+    TargetUnwatched { threshold: String },
 }
 
 /// A finished run.
@@ -340,6 +356,24 @@ pub fn run(
             }
         );
     }
+    // The target's processes to sample: named ones must be readable before any load.
+    let pids = target_pids(&plan, opts);
+    let stdio = resolved.endpoint.kind == crate::transport::TransportKind::Stdio;
+    if let Some(t) = plan.thresholds.checks.iter().find(|t| t.metric.is_target())
+        && pids.is_empty()
+        && !stdio
+    {
+        return Err(RunError::TargetUnwatched {
+            threshold: t.name(),
+        });
+    }
+    let unreadable = Sampler::unreadable(&pids);
+    if !unreadable.is_empty() {
+        let pids = unreadable.iter().map(u32::to_string).collect::<Vec<_>>();
+        return Err(RunError::TargetPid {
+            pids: pids.join(", "),
+        });
+    }
     let dir = opts.output.clone().unwrap_or_else(|| {
         let s = plan.load.shard;
         let name = match s.is_whole() {
@@ -360,6 +394,8 @@ pub fn run(
     let csv = CsvWriter::create(&csv_path).map_err(output_error(&csv_path))?;
 
     let workers = workers_for(&plan, opts);
+    // Read once before the load: the first interval's CPU time is its own.
+    let sampler = Sampler::new(&pids, stdio.then(|| resolved.endpoint.children.clone()));
     let ctx = Arc::new(context(
         &plan,
         Arc::new(Endpoint {
@@ -392,7 +428,9 @@ pub fn run(
     }
     drop(tx);
 
-    let mut collector = Collector::new(ops.clone(), ctx.grid, recyclers, Some(hlog)).with_csv(csv);
+    let mut collector = Collector::new(ops.clone(), ctx.grid, recyclers, Some(hlog))
+        .with_csv(csv)
+        .with_sampler(sampler);
     let target = TargetInfo {
         kind: resolved.kind.into(),
         transport: plan.connection().transport.name().into(),
@@ -481,6 +519,7 @@ pub fn run(
         cpu: collector.ends.iter().map(|e| e.cpu).sum(),
         notes,
         start: start_info,
+        target_processes: collector.target_processes(),
     };
     let summary = summarize(&plan, &ops, &collector.totals, facts);
     files::write_summary(&dir, &summary).map_err(output_error(&dir))?;
@@ -516,6 +555,20 @@ fn workers_for(plan: &Plan, opts: &RunOptions) -> usize {
 /// Arrivals a second one open-loop worker is given by default (one worker kept up with 60 000/s
 /// here, later less often than two).
 const OPEN_LOOP_RATE_PER_WORKER: f64 = 50_000.0;
+
+/// Target processes to sample: the scenario's `target.pid` and `--target-pid`, each once.
+fn target_pids(plan: &Plan, opts: &RunOptions) -> Vec<u32> {
+    let mut pids = match &plan.target {
+        crate::scenario::Target::Remote(r) => r.pids.clone(),
+        crate::scenario::Target::Embedded(_) => Vec::new(),
+    };
+    for p in &opts.target_pids {
+        if !pids.contains(p) {
+            pids.push(*p);
+        }
+    }
+    pids
+}
 
 /// The tenants of the target's credentials, in order.
 fn tenants_of(plan: &Plan) -> Vec<String> {

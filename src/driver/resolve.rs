@@ -76,6 +76,7 @@ fn resolve_target(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> 
         timing: None,
         replicas: Vec::new(),
         id_base: 0,
+        children: Default::default(),
         kind: conn.transport,
         net: None,
         host: String::new(),

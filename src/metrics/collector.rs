@@ -19,6 +19,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use super::grid::{Grid, Phase};
 use super::outcome::Class;
 use super::recorder::{Failure, Recorder};
+use super::target::{Sampler, TargetProcess, TargetSample};
 
 /// A message from a worker.
 #[derive(Debug)]
@@ -72,6 +73,8 @@ pub struct IntervalSnapshot {
     pub ops: Vec<OpInterval>,
     /// What some failing responses of the interval said (one per operation and outcome).
     pub failures: Vec<Failure>,
+    /// The target's processes at the interval's end, when any are watched.
+    pub target: Option<TargetSample>,
 }
 
 /// One operation's share of an interval.
@@ -117,7 +120,7 @@ impl IntervalSnapshot {
     }
 
     /// Names of the time-series fields ([`Self::fields`]), in order.
-    pub const FIELDS: [&'static str; 19] = [
+    pub const FIELDS: [&'static str; 23] = [
         "t_start_s",
         "t_end_s",
         "phase",
@@ -137,13 +140,20 @@ impl IntervalSnapshot {
         "in_flight",
         "late_p99_ms",
         "cpu_ms",
+        "target_cpu_ms",
+        "target_rss_mb",
+        "target_fds",
+        "target_threads",
     ];
 
     /// The interval as one time-series row: a line of `timeseries.csv`, or an object of
     /// `--progress json`.
-    pub fn fields(&self) -> [Field; 19] {
+    pub fn fields(&self) -> [Field; 23] {
         let secs = self.len().as_secs_f64().max(1e-9);
         let ms = |us: u64| Field::Number(us as f64 / 1000.0, 3);
+        // Empty when the target's processes are not watched.
+        let target =
+            |f: fn(&TargetSample) -> Field| self.target.as_ref().map_or(Field::Text(""), f);
         [
             Field::Number(self.start.as_secs_f64(), 3),
             Field::Number(self.end.as_secs_f64(), 3),
@@ -164,6 +174,10 @@ impl IntervalSnapshot {
             Field::Count(self.in_flight),
             ms(self.late_p99_us),
             Field::Number(self.cpu.as_secs_f64() * 1000.0, 3),
+            target(|t| Field::Number(t.cpu.as_secs_f64() * 1000.0, 1)),
+            target(|t| Field::Number(t.rss_bytes as f64 / 1_048_576.0, 1)),
+            target(|t| Field::Count(t.fds)),
+            target(|t| Field::Count(t.threads)),
         ]
     }
 
@@ -175,6 +189,8 @@ impl IntervalSnapshot {
                 out.push(',');
             }
             match value {
+                // Not measured (the target's columns when nothing is watched).
+                Field::Text("") => out.push_str(&format!("\"{name}\":null")),
                 Field::Text(t) => out.push_str(&format!("\"{name}\":\"{t}\"")),
                 v => out.push_str(&format!("\"{name}\":{v}")),
             }
@@ -318,6 +334,8 @@ pub struct Collector {
     scratch: hdrhistogram::Histogram<u64>,
     scratch_service: hdrhistogram::Histogram<u64>,
     pub hlog_error: Option<std::io::Error>,
+    /// The target's processes, read as each interval closes.
+    sampler: Option<Sampler>,
 }
 
 impl Collector {
@@ -343,6 +361,7 @@ impl Collector {
             scratch: super::recorder::new_histogram(),
             scratch_service: super::recorder::new_histogram(),
             hlog_error: None,
+            sampler: None,
         }
     }
 
@@ -350,6 +369,19 @@ impl Collector {
     pub fn with_csv(mut self, csv: CsvWriter) -> Self {
         self.csv = Some(csv);
         self
+    }
+
+    /// Also samples the target's processes as each interval closes.
+    pub fn with_sampler(mut self, sampler: Option<Sampler>) -> Self {
+        self.sampler = sampler;
+        self
+    }
+
+    /// The summary's rows of the target's processes; empty when none are watched.
+    pub fn target_processes(&self) -> Vec<TargetProcess> {
+        self.sampler
+            .as_ref()
+            .map_or_else(Vec::new, Sampler::processes)
     }
 
     /// True once every worker has sent its last shard.
@@ -476,6 +508,7 @@ impl Collector {
         snap.in_flight = merged.in_flight;
         snap.cpu = merged.cpu;
         snap.failures.clone_from(&merged.failures);
+        snap.target = self.sampler.as_mut().map(Sampler::sample);
         if !self.scratch.is_empty() {
             snap.p50_us = self.scratch.value_at_quantile(0.5);
             snap.p90_us = self.scratch.value_at_quantile(0.9);

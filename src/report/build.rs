@@ -34,6 +34,8 @@ pub struct RunFacts {
     pub notes: Vec<String>,
     /// A start agreed with other generators, and how late this run was.
     pub start: Option<summary::StartInfo>,
+    /// The target's processes as the run watched them.
+    pub target_processes: Vec<crate::metrics::target::TargetProcess>,
 }
 
 /// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session
@@ -98,6 +100,11 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
                 .filter(|h| !h.is_empty())
                 .map(Latency::from_hist),
         },
+        target_processes: facts
+            .target_processes
+            .into_iter()
+            .map(|p| p.per_request(all_started))
+            .collect(),
         notes,
         thresholds: Vec::new(),
         shard: (!plan.load.shard.is_whole()).then_some(summary::ShardInfo {
@@ -231,6 +238,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         measured,
         interrupted: false,
         cpu: None,
+        target_processes: Vec::new(),
         notes: Vec::new(),
         start: None,
     };

@@ -156,6 +156,7 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     if let Some(st) = &s.start {
         health.push(super::text::start_line(st));
     }
+    health.extend(s.target_processes.iter().map(super::text::target_line));
     doc.push(Block::List(health));
     if !s.shards.is_empty() {
         doc.push(Block::Heading("Merged runs, each on its own".into()));
@@ -337,6 +338,30 @@ fn charts(run: &RunFiles, doc: &mut Vec<Block>) {
             },
         ],
     })));
+    if !run.summary.target_processes.is_empty() {
+        doc.push(Block::Chart(line_chart(&Chart {
+            title: "The target's processes: CPU time per interval and resident memory",
+            x_label: "seconds since start",
+            y_label: "CPU ms / memory MB",
+            log_y: false,
+            x_ticks: None,
+            y_format: rate_label,
+            series: vec![
+                Series {
+                    name: "target CPU ms".into(),
+                    points: over_time("target_cpu_ms", 1.0),
+                },
+                Series {
+                    name: "generator CPU ms".into(),
+                    points: over_time("cpu_ms", 1.0),
+                },
+                Series {
+                    name: "target memory MB".into(),
+                    points: over_time("target_rss_mb", 1.0),
+                },
+            ],
+        })));
+    }
     if run.summary.load.model == "open" {
         doc.push(Block::Chart(line_chart(&Chart {
             title: "Open loop: the generator's release lateness p99 and dropped arrivals",

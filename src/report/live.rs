@@ -109,6 +109,8 @@ pub struct Live {
     pub dropped: u64,
     /// The generator's CPU time so far (zero where not reported).
     pub cpu: Duration,
+    /// The watched target processes' CPU time so far.
+    pub target_cpu: Duration,
     /// Latency spectrum of ok responses so far: `(percentile, µs)` at [`SPECTRUM`]; index 0
     /// is every operation together, then one per operation.
     pub spectrum: Vec<Vec<(f64, u64)>>,
@@ -135,6 +137,7 @@ impl Live {
             all_started: 0,
             dropped: 0,
             cpu: Duration::ZERO,
+            target_cpu: Duration::ZERO,
             spectrum: Vec::new(),
             finished: false,
             workers,
@@ -176,6 +179,7 @@ impl Live {
         self.all_started += snap.started;
         self.dropped += snap.dropped;
         self.cpu += snap.cpu;
+        self.target_cpu += snap.target.map_or(Duration::ZERO, |t| t.cpu);
         self.spectrum = spectrum(totals);
         if self.history.len() == HISTORY {
             self.history.pop_front();
@@ -250,6 +254,12 @@ impl Live {
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         (self.cpu > Duration::ZERO && self.all_started > 0)
             .then(|| self.cpu.as_secs_f64() * 1e6 / self.all_started as f64)
+    }
+
+    /// The watched target processes' CPU time per request so far.
+    pub fn target_cpu_us_per_request(&self) -> Option<f64> {
+        (self.all_started > 0)
+            .then(|| self.target_cpu.as_secs_f64() * 1e6 / self.all_started as f64)
     }
 
     /// The last interval of the measured window (or of warm-up, before it).

@@ -356,6 +356,13 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
                 .map(|c| (c * 1e6 / all_started as f64 * 100.0).round() / 100.0),
             lateness: None,
         },
+        // Every shard watched the same processes over the same time line: the first's view,
+        // per request of the whole.
+        target_processes: first
+            .target_processes
+            .iter()
+            .map(|p| p.clone().per_request(all_started))
+            .collect(),
         notes,
         thresholds: Vec::new(),
         shard: None,

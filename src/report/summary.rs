@@ -39,6 +39,10 @@ pub struct Summary {
     pub warmup: Vec<WarmupOperation>,
     pub sessions: Sessions,
     pub generator: Generator,
+    /// The target's own processes (`target.pid`, `--target-pid`, spawned stdio servers):
+    /// CPU time, memory and descriptors while the run watched them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_processes: Vec<crate::metrics::target::TargetProcess>,
     /// Things the reader should know: anomalies detected in what was measured, and warnings.
     pub notes: Vec<String>,
     /// The scenario's `[thresholds]`, each with the value measured and whether it held.

@@ -279,6 +279,9 @@ pub fn render(s: &Summary) -> String {
         );
     }
     let _ = writeln!(out);
+    for p in &s.target_processes {
+        let _ = writeln!(out, "{}", target_line(p));
+    }
     if !s.shards.is_empty() {
         let _ = writeln!(out, "merged runs, each on its own:");
         for h in &s.shards {
@@ -290,6 +293,28 @@ pub fn render(s: &Summary) -> String {
     }
     thresholds(&mut out, s);
     out
+}
+
+/// One of the target's processes as the run watched it.
+pub fn target_line(p: &crate::metrics::target::TargetProcess) -> String {
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    let mut line = format!("target {}: CPU {:.2} s", p.name, p.cpu_seconds);
+    if let Some(c) = p.cpu_us_per_request {
+        let _ = write!(line, " ({c:.2} µs/request)");
+    }
+    let _ = write!(
+        line,
+        ", memory {:.1} → {:.1} MB (peak {:.1}), {} fds, {} threads at most",
+        mb(p.rss_first_bytes),
+        mb(p.rss_last_bytes),
+        mb(p.rss_peak_bytes),
+        p.fds_max,
+        p.threads_max
+    );
+    if p.exited {
+        line.push_str("; exited during the run");
+    }
+    line
 }
 
 /// What part of the scenario a shard ran.

@@ -45,9 +45,17 @@ fn measured(t: &Threshold, s: &Summary) -> Option<f64> {
         Metric::Max => l.max_ms,
         _ => l.mean_ms,
     };
+    let target = &s.target_processes;
     match t.metric {
         Metric::Throughput => Some(throughput),
         Metric::ErrorRate => Some(error_rate),
+        Metric::TargetCpu if !target.is_empty() => {
+            Some(target.iter().filter_map(|p| p.cpu_us_per_request).sum())
+        }
+        Metric::TargetMemoryGrowth if !target.is_empty() => {
+            Some(target.iter().map(|p| p.rss_growth_bytes()).sum::<i64>() as f64 / 1_048_576.0)
+        }
+        Metric::TargetCpu | Metric::TargetMemoryGrowth => None,
         _ => latency.map(pick),
     }
 }

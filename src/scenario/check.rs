@@ -134,6 +134,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
             "\"per-vu\" (a session per virtual user), \"shared\" (one per worker thread, many requests in flight) or \"per-request\" (session churn)"
         }
         "load.arrival" => "\"poisson\" (independent arrivals) or \"uniform\" (evenly spaced)",
+        "target.pid" => {
+            "a process id of the target, or a list (a gateway and its upstreams), e.g. pid = [4242, 4250]"
+        }
         "load.release_interval" => {
             "the shortest time between two releases of arrivals, from \"0us\" (each at its own time) to \"10ms\" (default \"100us\")"
         }

@@ -207,6 +207,9 @@ pub struct Remote {
     pub tool_prefix: Option<String>,
     /// `[target.oauth]`: each virtual user gets its own bearer token from a token endpoint.
     pub oauth: Option<OAuth>,
+    /// `pid`: processes of the target (a gateway, its upstreams) whose CPU time, memory,
+    /// descriptors and threads are sampled every interval.
+    pub pids: Vec<u32>,
 }
 
 /// OAuth 2.1 client credentials (`[target.oauth]`): each virtual user obtains a token

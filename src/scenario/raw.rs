@@ -74,6 +74,8 @@ pub struct RawTarget {
     pub tool_prefix: Option<Spanned<String>>,
     /// OAuth 2.1 client credentials: a bearer token per virtual user from a token endpoint.
     pub oauth: Option<Spanned<RawOAuth>>,
+    /// Processes of the target to sample (CPU, memory, descriptors): a pid or a list.
+    pub pid: Option<Spanned<toml::Value>>,
 }
 
 /// A string or a list of them: `target.url` (replicas), `target.protocol` (mixed revisions).
@@ -192,17 +194,39 @@ pub struct RawExpect {
     pub tenant_tools: Option<Spanned<BTreeMap<String, Vec<String>>>>,
 }
 
-/// Every key the format knows, per table, for "did you mean" hints.
+/// Every key the format knows, per table, for "did you mean" hints: exactly the fields serde
+/// accepts in each table (`[[targets]]` entries are `[target]`s). scenarios/schema.json lists
+/// the same keys; tests/scenario_schema.rs holds the three to one another.
 #[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
-    ("", &["name", "description", "target", "embedded", "load", "workload", "find_max"]),
-    ("target", &["transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth"]),
-    ("target.oauth", &["token_url", "client_id", "client_secret", "scope", "resource", "tenant", "refresh_before"]),
-    ("target.tls", &["ca", "insecure", "cert", "key"]),
+    ("", &["name", "description", "target", "targets", "ab", "embedded", "load", "workload", "find_max", "thresholds"]),
+    ("target", TARGET_KEYS),
+    ("target.oauth", OAUTH_KEYS),
+    ("target.credentials", CREDENTIAL_KEYS),
+    ("target.tls", TLS_KEYS),
+    ("targets", TARGET_KEYS),
+    ("targets.oauth", OAUTH_KEYS),
+    ("targets.credentials", CREDENTIAL_KEYS),
+    ("targets.tls", TLS_KEYS),
+    ("ab", &["slice", "pairs", "levels"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
     ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "release_interval", "max_queued", "duration", "requests", "warmup", "timeout", "think", "workers", "sessions", "stages"]),
     ("load.stages", &["duration", "rate", "concurrency"]),
     ("workload", &["method", "tool", "weight", "progress", "rows", "arguments", "expect"]),
     ("workload.expect", &["is_error", "present", "equals", "output_schema", "tools", "tenant_tools"]),
-    ("find_max", &["start", "step", "factor", "max", "step_duration", "p99", "error_rate"]),
+    ("find_max", &["search", "start", "step", "factor", "max", "step_duration", "precision", "confirm_duration", "p99", "error_rate"]),
 ];
+
+#[rustfmt::skip]
+const TARGET_KEYS: &[&str] = &["name", "transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth", "pid"];
+const OAUTH_KEYS: &[&str] = &[
+    "token_url",
+    "client_id",
+    "client_secret",
+    "scope",
+    "resource",
+    "tenant",
+    "refresh_before",
+];
+const CREDENTIAL_KEYS: &[&str] = &["tenant", "token", "headers"];
+const TLS_KEYS: &[&str] = &["ca", "insecure", "cert", "key"];

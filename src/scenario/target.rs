@@ -217,7 +217,12 @@ pub(super) fn target(
         }
         Some(p) => Some(p.get_ref().clone()),
     };
+    let pids = match &raw.pid {
+        None => Vec::new(),
+        Some(p) => pids(src, p)?,
+    };
     Ok(Remote {
+        pids,
         revisions,
         replicas,
         identity,
@@ -235,6 +240,35 @@ pub(super) fn target(
         timing,
         credentials,
     })
+}
+
+/// `pid = 1234` or `pid = [1234, 1240]`: positive integers, each once.
+fn pids(src: &Source<'_>, p: &Spanned<toml::Value>) -> Result<Vec<u32>, ScenarioError> {
+    let bad = || {
+        src.error(
+            p.span(),
+            "pid must be a process id or a list of them, e.g. pid = 4242 or pid = [4242, 4250]",
+            key_hint("target.pid"),
+        )
+    };
+    let values = match p.get_ref() {
+        toml::Value::Array(a) if !a.is_empty() => a.iter().collect(),
+        toml::Value::Array(_) => return Err(bad()),
+        v => vec![v],
+    };
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        let pid = v
+            .as_integer()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(bad)?;
+        if out.contains(&pid) {
+            return Err(src.error(p.span(), format!("pid {pid} is listed twice"), None));
+        }
+        out.push(pid);
+    }
+    Ok(out)
 }
 
 /// The transport: as written, else from the URL scheme (ws → WebSocket, http → Streamable

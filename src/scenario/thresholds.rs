@@ -75,10 +75,15 @@ pub enum Metric {
     Mean,
     ErrorRate,
     Throughput,
+    /// The target's CPU time per request (its watched processes together), µs.
+    TargetCpu,
+    /// The growth of the target's resident memory from the first sample to the last, MB.
+    TargetMemoryGrowth,
 }
 
 impl Metric {
-    const NAMES: [(&'static str, Metric); 9] = [
+    /// Every metric name a threshold may use (`p99.9` and `p999` are one metric).
+    pub const NAMES: [(&'static str, Metric); 11] = [
         ("p50", Metric::P50),
         ("p90", Metric::P90),
         ("p99", Metric::P99),
@@ -88,6 +93,8 @@ impl Metric {
         ("mean", Metric::Mean),
         ("error_rate", Metric::ErrorRate),
         ("throughput", Metric::Throughput),
+        ("target_cpu_per_request", Metric::TargetCpu),
+        ("target_memory_growth", Metric::TargetMemoryGrowth),
     ];
 
     pub fn name(self) -> &'static str {
@@ -98,7 +105,16 @@ impl Metric {
     }
 
     pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::ErrorRate | Metric::Throughput)
+        !matches!(
+            self,
+            Metric::ErrorRate | Metric::Throughput | Metric::TargetCpu | Metric::TargetMemoryGrowth
+        )
+    }
+
+    /// About the target's processes (`target.pid`, `--target-pid`, stdio servers), not an
+    /// operation: only for the run as a whole.
+    pub fn is_target(self) -> bool {
+        matches!(self, Metric::TargetCpu | Metric::TargetMemoryGrowth)
     }
 
     /// The unit values are compared in.
@@ -106,6 +122,8 @@ impl Metric {
         match self {
             Metric::ErrorRate => "",
             Metric::Throughput => "/s",
+            Metric::TargetCpu => "µs",
+            Metric::TargetMemoryGrowth => "MB",
             _ => "ms",
         }
     }
@@ -194,6 +212,14 @@ pub(crate) fn thresholds(
                     Some(hint),
                 ));
             };
+            if metric.is_target() {
+                return Err(src.error_at_key(
+                    value.span(),
+                    &sub,
+                    format!("`{m}` is about the target's processes, not one operation"),
+                    Some(format!("write it for the whole run: [thresholds] {m} = …")),
+                ));
+            }
             let spanned = Spanned::new(value.span(), cond.clone());
             out.checks
                 .push(condition(src, &spanned, &sub, Some(key.clone()), *metric)?);
@@ -224,6 +250,8 @@ fn condition(
     let example = match metric {
         Metric::ErrorRate => "\"< 0.1%\"",
         Metric::Throughput => "\"> 1000/s\"",
+        Metric::TargetCpu => "\"< 40us\"",
+        Metric::TargetMemoryGrowth => "\"< 50MB\"",
         _ => "\"< 50ms\"",
     };
     let bad = |why: &str| {
@@ -288,6 +316,24 @@ fn parse_condition(text: &str, metric: Metric) -> Result<(Cmp, f64), String> {
         Metric::Throughput => match unit {
             "/s" | "" => n,
             _ => return Err(format!("throughput is per second (`/s`), not `{text}`")),
+        },
+        Metric::TargetCpu => match unit {
+            "us" | "µs" => n,
+            "ms" => n * 1000.0,
+            _ => {
+                return Err(format!(
+                    "CPU time per request needs a unit (us, ms): `{text}`"
+                ));
+            }
+        },
+        // Binary units, as the reports print memory.
+        Metric::TargetMemoryGrowth => match unit {
+            "KB" | "KiB" => n / 1024.0,
+            "MB" | "MiB" => n,
+            "GB" | "GiB" => n * 1024.0,
+            _ => {
+                return Err(format!("memory growth needs a unit (KB, MB, GB): `{text}`"));
+            }
         },
         _ => match unit {
             "us" | "µs" => n / 1000.0,

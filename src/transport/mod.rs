@@ -97,6 +97,8 @@ pub struct Endpoint {
     /// Request ids start above it: shard I of a split run uses ids from I·2^40, so that a
     /// gateway's logs tell the shards apart.
     pub id_base: u64,
+    /// Stdio targets: the pids of the servers spawned, for the collector's resource sampling.
+    pub children: crate::metrics::target::Children,
 }
 
 /// A response header that reports time spent upstream (or in the server), in milliseconds:

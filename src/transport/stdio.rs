@@ -62,6 +62,9 @@ impl Connector for StdioConnector {
         let mut child = cmd
             .spawn()
             .map_err(|e| crate::metrics::outcome::LocalKind::or_connect(&e))?;
+        if let Some(pid) = child.id() {
+            ep.children.push(pid);
+        }
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -355,6 +355,10 @@ fn overview(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, theme
     } else {
         5
     };
+    // A line for the target's processes, when they are watched.
+    if live.history.iter().any(|s| s.target.is_some()) {
+        bottom_h += 1;
+    }
     if area.height >= 36 {
         // Room for the recent failures and what the server said.
         bottom_h += live.errors.len().min(6) as u16;
@@ -818,6 +822,16 @@ fn generator_panel(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
         if live.workers == 1 { "" } else { "s" },
         sat.map_or("-".into(), |x| format!("{:.0} %", x * 100.0))
     )));
+    if let Some(t) = last.and_then(|l| l.target) {
+        lines.push(Line::from(format!(
+            " target CPU {} · {:.1} MB · {} fds · {} threads",
+            live.target_cpu_us_per_request()
+                .map_or("-".into(), |c| format!("{c:.1} µs/req")),
+            t.rss_bytes as f64 / 1_048_576.0,
+            t.fds,
+            t.threads
+        )));
+    }
     let open = live.header.load.model == "open";
     let late_us = last.map_or(0, |l| l.late_p99_us);
     if open {

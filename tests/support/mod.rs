@@ -689,3 +689,33 @@ pub fn pki(dir: &Path, client_cn: &str) -> Pki {
         client_key: write("client-key.pem", client_key),
     }
 }
+
+/// A child process killed (and reaped) when dropped.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a server that prints `listening on http://ADDR…` first: the child and ADDR.
+pub fn listening(cmd: &mut std::process::Command) -> (Killed, SocketAddr) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("its first line");
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|l| l.split(['/', ' ', '\n']).next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("not an address line: {line}"));
+    (Killed(child), addr)
+}
