@@ -163,3 +163,62 @@ fn resumed_streams_and_server_pings_succeed() {
         assert_eq!(op.outcomes.ok, op.started, "{tool}: {:?}", op.outcomes);
     }
 }
+
+/// `hang_after`: a request left unanswered while the server goes on answering others is a
+/// `hang` (with its operation and session noted); a server that answers nothing any more is a
+/// `timeout`, as without it.
+#[test]
+fn a_request_stuck_while_others_are_answered_is_a_hang() {
+    let script = crate::support::repo().join("tests/fixtures/broken_stdio.py");
+    let run = |stuck: &str| {
+        let text = format!(
+            "name = \"hang\"\n[target]\ncommand = [\"python3\", \"{}\"]\n[load]\nconcurrency = 4\nworkers = 1\nsessions = \"shared\"\nduration = \"1500ms\"\ntimeout = \"1s\"\nhang_after = \"200ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"ok\"\nweight = 9\n[[workload]]\nmethod = \"tools/call\"\ntool = \"{stuck}\"\nweight = 1\n",
+            script.display()
+        );
+        let dir = scratch();
+        let out = run_in(&text, dir.path()).expect("the run finishes");
+        let op = |name: &str| {
+            out.summary
+                .operations
+                .iter()
+                .find(|o| o.name == format!("tools/call:{name}"))
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(out.summary.totals.unaccounted, 0);
+        (op("ok"), op(stuck), out.summary)
+    };
+    // Lost requests, the server answering the rest: each lost one is a hang, none a timeout.
+    let (ok, lost, summary) = run("lost");
+    assert!(ok.outcomes.ok > 10, "{:?}", ok.outcomes);
+    assert!(lost.started > 0, "never sent");
+    // (Every virtual user stuck at once leaves nothing answered: those end as timeouts.)
+    assert_eq!(
+        lost.outcomes.hang + lost.outcomes.timeout,
+        lost.started - lost.outcomes.cancelled,
+        "{:?}",
+        lost.outcomes
+    );
+    assert!(
+        lost.outcomes.hang > lost.outcomes.timeout,
+        "{:?}",
+        lost.outcomes
+    );
+    assert!(
+        summary.notes.iter().any(|n| n
+            .contains("no answer after 200ms while the target answered requests sent after it")),
+        "{:?}",
+        summary.notes
+    );
+    // A server that stalls answers nothing after it: the stalled request and every one after
+    // it time out; none is a hang.
+    let (ok, stall, _) = run("stall");
+    assert!(stall.started > 0, "never sent");
+    assert_eq!(
+        stall.outcomes.hang + ok.outcomes.hang,
+        0,
+        "{:?}",
+        stall.outcomes
+    );
+    assert!(stall.outcomes.timeout > 0, "{:?}", stall.outcomes);
+}

@@ -378,6 +378,7 @@ think = "10ms..50ms"
 requests = 1000
 warmup = "1s"
 timeout = "2s"
+hang_after = "1s"
 workers = 2
 sessions = "per-request"
 [[load.stages]]

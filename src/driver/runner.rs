@@ -336,6 +336,10 @@ struct Drive {
     pool: Option<Rc<Pool>>,
     /// Closed loop: global index of each local virtual user (for the concurrency profile).
     global: Vec<usize>,
+    /// When the latest-sent request of this worker that the target answered was sent
+    /// (`hang_after`: a request still waiting when a later one was answered is stuck — not
+    /// queued behind others, and not a target that answers nothing).
+    answered_sent: Cell<Option<Instant>>,
 }
 
 /// Runs one worker thread's virtual users to the end; sends its shards to the collector.
@@ -408,6 +412,7 @@ pub fn worker(
             quota: Quota(Cell::new(quota)),
             pool: pool.clone(),
             global: vus.clone(),
+            answered_sent: Cell::new(None),
         });
         let dispatcher =
             pool.map(|pool| tokio::task::spawn_local(dispatch(drive.clone(), pool, index)));
@@ -629,6 +634,8 @@ enum Ended {
     Reply(Reply),
     /// Ended without a reply (timeout), at that time.
     Timeout(Instant),
+    /// Ended without a reply after `hang_after` while other requests were answered.
+    Hang(Instant),
 }
 
 /// A virtual user's request timer: one tokio `Sleep`, re-armed lazily.
@@ -855,10 +862,27 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         shards.at(sent).started(item.op, phase);
         track(item.op, phase, intended, tenant);
         let mut r = {
-            let call = std::pin::pin!(session.call(&specs[item_index], |out, id| {
+            let mut call = std::pin::pin!(session.call(&specs[item_index], |out, id| {
                 template.write(item, out, id, &mut rng)
             }));
-            watchdog.bounded(sent + ctx.timeout, call).await
+            match ctx.plan.load.hang_after {
+                None => watchdog.bounded(sent + ctx.timeout, call).await,
+                // Unanswered after hang_after: stuck if a request sent after it was answered,
+                // else it waits on for the timeout (the target as a whole may be slow or
+                // down), and is stuck at the end if a later one was answered by then.
+                Some(h) => {
+                    let progressed = || drive.answered_sent.get().is_some_and(|t| t > sent);
+                    match watchdog.bounded(sent + h, call.as_mut()).await {
+                        Ended::Timeout(at) if progressed() => Ended::Hang(at),
+                        Ended::Timeout(_) => match watchdog.bounded(sent + ctx.timeout, call).await
+                        {
+                            Ended::Timeout(at) if progressed() => Ended::Hang(at),
+                            r => r,
+                        },
+                        r => r,
+                    }
+                }
+            }
         };
         untrack();
         // An answer that breaks the entry's `expect` rules is an assertion outcome.
@@ -871,7 +895,25 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             broke = Some(why);
         }
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
+        let hung = matches!(r, Ended::Hang(_));
         let (outcome, connected) = finish(shards, item.op, tenant, phase, intended, sent, r);
+        if outcome.class().is_completed() {
+            let latest = drive.answered_sent.get().map_or(sent, |t| t.max(sent));
+            drive.answered_sent.set(Some(latest));
+        }
+        if hung && let Some(h) = ctx.plan.load.hang_after {
+            shards.now().note_failure(item.op, outcome, || {
+                Some(format!(
+                    "no answer after {} while the target answered requests sent after it \
+                     (virtual user {global}{})",
+                    mcpbench_knobs::format_duration(h),
+                    session.session_id().map_or(String::new(), |id| format!(
+                        ", session {}",
+                        fingerprint(&id)
+                    ))
+                ))
+            });
+        }
         if let Some(why) = broke {
             shards
                 .now()
@@ -892,7 +934,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             session.reset();
         }
         match outcome {
-            Outcome::Timeout => {
+            Outcome::Timeout | Outcome::Hang => {
                 // Tell the server to stop working on it (not timed: the request already ended).
                 if session.cancel_last().await {
                     shards.now().sessions.cancels_sent += 1;
@@ -923,6 +965,15 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
     shards.now().sessions.add_transport(st);
 }
 
+/// A session id as notes show it: a digest (FNV-1a, 32 bits) that tells sessions apart without
+/// writing the id itself, which a server may treat as a credential.
+fn fingerprint(id: &str) -> String {
+    let h = id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    format!("#{h:08x}")
+}
+
 /// Records the end of one request (into the interval of its end); returns its outcome and
 /// whether it opened a connection. Latency runs from `intended` (the arrival, open loop) and
 /// service time from `sent`.
@@ -935,9 +986,10 @@ fn finish(
     sent: Instant,
     r: Ended,
 ) -> (Outcome, bool) {
-    let (reply, done) = match r {
-        Ended::Reply(reply) => (Some(reply), reply.done),
-        Ended::Timeout(at) => (None, at),
+    let (reply, done, unanswered) = match r {
+        Ended::Reply(reply) => (Some(reply), reply.done, Outcome::Timeout),
+        Ended::Timeout(at) => (None, at, Outcome::Timeout),
+        Ended::Hang(at) => (None, at, Outcome::Hang),
     };
     let mut rec = shards.at(done);
     let (outcome, connected) = match reply {
@@ -957,7 +1009,7 @@ fn finish(
             }
             (reply.outcome, reply.connected)
         }
-        None => (Outcome::Timeout, false),
+        None => (unanswered, false),
     };
     let latency = done.saturating_duration_since(intended);
     rec.record(op, phase, outcome, latency);

@@ -23,6 +23,9 @@ pub enum Outcome {
     Http(u16),
     /// No complete answer within the request timeout.
     Timeout,
+    /// No answer after `hang_after` while a request of the same worker sent after it was
+    /// answered: the target is alive and this request is stuck (a deadlock, a lost request).
+    Hang,
     /// The connection could not be established.
     Connect,
     /// The connection broke (reset, closed early, truncated body).
@@ -47,6 +50,7 @@ pub enum Class {
     Assertion,
     Http,
     Timeout,
+    Hang,
     Connect,
     Io,
     Protocol,
@@ -55,7 +59,7 @@ pub enum Class {
 }
 
 impl Class {
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
     pub const ALL: [Class; Class::COUNT] = [
         Class::Ok,
         Class::ToolError,
@@ -64,6 +68,7 @@ impl Class {
         Class::Assertion,
         Class::Http,
         Class::Timeout,
+        Class::Hang,
         Class::Connect,
         Class::Io,
         Class::Protocol,
@@ -80,6 +85,7 @@ impl Class {
             Class::Assertion => "assertion",
             Class::Http => "http",
             Class::Timeout => "timeout",
+            Class::Hang => "hang",
             Class::Connect => "connect",
             Class::Io => "io",
             Class::Protocol => "protocol",
@@ -111,6 +117,7 @@ impl Outcome {
             Outcome::Assertion => Class::Assertion,
             Outcome::Http(_) => Class::Http,
             Outcome::Timeout => Class::Timeout,
+            Outcome::Hang => Class::Hang,
             Outcome::Connect => Class::Connect,
             Outcome::Io => Class::Io,
             Outcome::Protocol(_) => Class::Protocol,
@@ -342,6 +349,7 @@ impl OutcomeCounts {
             push(Outcome::Http(status), n);
         }
         push(Outcome::Timeout, self.get(Class::Timeout));
+        push(Outcome::Hang, self.get(Class::Hang));
         push(Outcome::Connect, self.get(Class::Connect));
         push(Outcome::Io, self.get(Class::Io));
         for kind in ProtocolKind::ALL {

@@ -137,25 +137,33 @@ fn tenant_rows(plan: &Plan, totals: &Recorder, seconds: f64) -> Vec<Operation> {
         .collect()
 }
 
-/// Answers that broke the scenario's `expect` rules, per operation, with the first example.
+/// Answers that broke the scenario's `expect` rules, and requests that hung, per operation,
+/// with the first example of each.
 fn assertions(names: &[String], ops: &[Operation], totals: &Recorder) -> Vec<String> {
-    ops.iter()
-        .enumerate()
-        .filter(|(_, o)| o.outcomes.assertion > 0)
-        .map(|(i, o)| {
+    use crate::metrics::outcome::Outcome;
+    type Count = fn(&Operation) -> u64;
+    let kinds: [(Outcome, Count, &str); 2] = [
+        (
+            Outcome::Assertion,
+            |o| o.outcomes.assertion,
+            "answers of {op} broke its expect rules (assertion)",
+        ),
+        (Outcome::Hang, |o| o.outcomes.hang, "requests of {op} hung"),
+    ];
+    let mut out = Vec::new();
+    for (outcome, count, what) in kinds {
+        for (i, o) in ops.iter().enumerate().filter(|(_, o)| count(o) > 0) {
             let example = totals
                 .failures
                 .iter()
-                .find(|f| f.op == i && f.outcome == crate::metrics::outcome::Outcome::Assertion)
+                .find(|f| f.op == i && f.outcome == outcome)
                 .and_then(|f| f.message.as_deref())
                 .map_or_else(String::new, |m| format!(", e.g. {m}"));
-            format!(
-                "{} answers of {} broke its expect rules (assertion){example}",
-                o.outcomes.assertion,
-                names.get(i).map_or("?", String::as_str)
-            )
-        })
-        .collect()
+            let what = what.replace("{op}", names.get(i).map_or("?", String::as_str));
+            out.push(format!("{} {what}{example}", count(o)));
+        }
+    }
+    out
 }
 
 /// What a gateway's refusals mean: 401 (credentials), 403 (policy), 429 (its rate limit, with

@@ -86,6 +86,7 @@ pub fn prometheus_of(s: &Figures) -> String {
         add("assertion", oc.assertion);
         add("http", oc.http.values().sum());
         add("timeout", oc.timeout);
+        add("hang", oc.hang);
         add("connect", oc.connect);
         add("io", oc.io);
         add("protocol", oc.protocol.values().sum());

@@ -53,6 +53,7 @@ fn add_outcomes(a: &mut Outcomes, b: &Outcomes) {
     a.assertion += b.assertion;
     add_map(&mut a.http, &b.http);
     a.timeout += b.timeout;
+    a.hang += b.hang;
     a.connect += b.connect;
     a.io += b.io;
     add_map(&mut a.protocol, &b.protocol);

@@ -262,6 +262,9 @@ pub struct Outcomes {
     /// HTTP status → count.
     pub http: BTreeMap<String, u64>,
     pub timeout: u64,
+    /// No answer after `hang_after` while requests sent after it were answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hang: u64,
     pub connect: u64,
     pub io: u64,
     /// Kind of protocol violation → count.
@@ -271,6 +274,10 @@ pub struct Outcomes {
     /// requests that never reached the target.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub local: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl From<&OutcomeCounts> for Outcomes {
@@ -291,6 +298,7 @@ impl From<&OutcomeCounts> for Outcomes {
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
             timeout: c.get(Class::Timeout),
+            hang: c.get(Class::Hang),
             connect: c.get(Class::Connect),
             io: c.get(Class::Io),
             protocol: ProtocolKind::ALL

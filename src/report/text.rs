@@ -85,6 +85,7 @@ pub fn outcomes_line(o: &Outcomes) -> String {
         push(label, *n);
     }
     push("timeout".into(), o.timeout);
+    push("hang".into(), o.hang);
     push("connect".into(), o.connect);
     push("io".into(), o.io);
     for (kind, n) in &o.protocol {

@@ -134,6 +134,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
             "\"per-vu\" (a session per virtual user), \"shared\" (one per worker thread, many requests in flight) or \"per-request\" (session churn)"
         }
         "load.arrival" => "\"poisson\" (independent arrivals) or \"uniform\" (evenly spaced)",
+        "load.hang_after" => {
+            "a duration shorter than timeout: a request unanswered this long while others are answered is a hang, e.g. hang_after = \"2s\""
+        }
         "target.pid" => {
             "a process id of the target, or a list (a gateway and its upstreams), e.g. pid = [4242, 4250]"
         }

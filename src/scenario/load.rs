@@ -76,7 +76,25 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         q => opt_within(src, q, 0, Some(10_000_000), "load.max_queued")?
             .map_or(concurrency, |q| q as usize),
     };
+    let hang_after = match &raw.hang_after {
+        None => None,
+        Some(h) => {
+            let d = super::check::duration(src, h, "load.hang_after")?;
+            if d.is_zero() || d >= timeout {
+                return Err(src.error(
+                    h.span(),
+                    format!(
+                        "hang_after must be above zero and shorter than the timeout ({})",
+                        mcpbench_knobs::format_duration(timeout)
+                    ),
+                    key_hint("load.hang_after"),
+                ));
+            }
+            Some(d)
+        }
+    };
     Ok(Load {
+        hang_after,
         model,
         concurrency,
         duration,

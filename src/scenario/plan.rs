@@ -327,6 +327,9 @@ pub struct Load {
     /// Excluded from the results (its requests are counted separately).
     pub warmup: Duration,
     pub timeout: Duration,
+    /// A request unanswered this long while a request its worker sent after it was answered
+    /// ends as a `hang` (the target is alive, this request is stuck); shorter than `timeout`.
+    pub hang_after: Option<Duration>,
     /// Closed loop: a pause after each request, uniform in [min, max].
     pub think: Option<(Duration, Duration)>,
     /// Generator threads; `None` picks one per core, at most one per virtual user.

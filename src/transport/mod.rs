@@ -282,6 +282,10 @@ pub trait Session {
     fn reset(&mut self);
     /// The bytes of the last response message, when the session keeps them.
     fn last_message(&self) -> &[u8];
+    /// The server's session id (`Mcp-Session-Id`), where the transport has one.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
     /// Sends `Authorization: Bearer <token>` on every request from now on (a token of this
     /// user's own, e.g. from OAuth); `None` stops. Only Streamable HTTP sessions carry one.
     fn set_bearer(&mut self, _token: Option<&str>) {}

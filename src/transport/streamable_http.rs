@@ -1062,6 +1062,12 @@ impl Drop for ReleaseLatch {
 }
 
 impl Session for HttpSession {
+    fn session_id(&self) -> Option<String> {
+        self.session_id
+            .as_deref()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+    }
+
     async fn open(&mut self) -> Reply {
         let _release = ReleaseLatch(self.shared.clone());
         let reply = self.open_own().await;

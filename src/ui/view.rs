@@ -771,6 +771,7 @@ fn outcomes_panel(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
         push(format!("http {status}"), *n, theme.bad());
     }
     push("timeout".into(), o.timeout, theme.bad());
+    push("hang".into(), o.hang, theme.bad());
     push("connect".into(), o.connect, theme.bad());
     push("io".into(), o.io, theme.bad());
     for (kind, n) in &o.protocol {
