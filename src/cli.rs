@@ -1,5 +1,5 @@
 //! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `validate`,
-//! `probe`, `completions`, `man`, `schema`, `doctor`.
+//! `probe`, `completions`, `man`, `schema`, `doctor`, `mcp`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
 //! included); 1 the target failed a check (thresholds breached by a run or a merged result, a
@@ -255,6 +255,20 @@ pub enum Command {
         #[arg(long, default_value = "text")]
         format: DoctorFormat,
     },
+    /// Serve mcpbench itself as an MCP server on stdin/stdout, so that an AI agent can
+    /// load-test a server: tools `probe` (revision, server, tools, latencies), `run` (a
+    /// bounded load test; its results written under --results-root) and `compare` (two runs,
+    /// with verdicts). Only targets on the allow-list are reached (loopback, plus --allow);
+    /// runs are bounded (--max-duration, --max-rate, --max-concurrency). Logs go to stderr.
+    #[command(after_help = "Register it with an MCP client (Claude Desktop's \
+        claude_desktop_config.json, a project's .mcp.json, VS Code's mcp.json):\n  \
+        {\"mcpServers\": {\"mcpbench\": {\"command\": \"mcpbench\", \"args\": [\"mcp\"]}}}\n\
+        With its own results directory and a gateway on another host allowed:\n  \
+        {\"mcpServers\": {\"mcpbench\": {\"command\": \"/usr/local/bin/mcpbench\", \"args\": [\"mcp\", \
+        \"--results-root\", \"/home/me/bench\", \"--allow\", \"gw.internal:8080\"]}}}\n\
+        Try it by hand with the MCP Inspector:\n  \
+        npx @modelcontextprotocol/inspector --cli mcpbench mcp --method tools/list")]
+    Mcp(crate::agent::McpOptions),
 }
 
 /// Changes to the scenario without editing it; checked like the file (errors name the flag).
@@ -434,6 +448,12 @@ pub struct DisplayArgs {
     /// 127.0.0.1:9464; port 0 picks one, printed on stderr).
     #[arg(long, value_name = "ADDR", help_heading = "Display")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Push the running test's figures to an OpenTelemetry collector, OTLP/HTTP protobuf, once
+    /// per interval and at the end: its base URL (e.g. http://127.0.0.1:4318; `/v1/metrics` is
+    /// added). Default: OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT;
+    /// headers (authentication) from OTEL_EXPORTER_OTLP_HEADERS, never printed.
+    #[arg(long, value_name = "URL", help_heading = "Display")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// How a final result is printed.
@@ -557,6 +577,11 @@ pub fn execute(cli: Cli) -> ExitCode {
             format,
         ),
         Command::Init(o) => init(&o),
+        // stdout carries MCP messages only; everything else goes to stderr.
+        Command::Mcp(o) => match crate::agent::serve(o, signalled()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => error(e),
+        },
         Command::Compare {
             base,
             current,
@@ -677,7 +702,17 @@ pub fn execute(cli: Cli) -> ExitCode {
                 Ok(s) => s,
                 Err(e) => return error(e),
             };
+            let otlp =
+                crate::otlp::start(display.otlp_endpoint.as_deref(), &|k| std::env::var(k).ok());
+            let otlp = match otlp {
+                Ok(x) => x.map(|(x, announce)| {
+                    eprintln!("{announce}");
+                    Arc::new(x)
+                }),
+                Err(e) => return error(e),
+            };
             let opts = RunOptions {
+                otlp,
                 start,
                 source_address: scale.source_address,
                 output,

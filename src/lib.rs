@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cli         clap definitions: run | init | report | compare | merge | serve | validate
-//!             [--connect] | probe | doctor | completions | man | schema; scenario overrides;
+//!             [--connect] | probe | doctor | mcp | completions | man | schema; scenario overrides;
 //!             exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload) with shared checks (check) and locations (locate); argument
@@ -30,6 +30,9 @@
 //!             Prometheus and JUnit (export); the live view of a running test (live). Knows no driver
 //! ui/         watchers of a run, fed only by the live view: the ratatui dashboard (view,
 //!             terminal, format) or progress lines / JSON on stderr
+//! otlp/       `--otlp-endpoint`: the live view pushed once per interval as OTLP/HTTP
+//!             metrics (encode: the view as an OTLP request) from a thread of its own; export
+//!             failures become one note of the run
 //! init        `mcpbench init`: a starter scenario from a server's tools
 //! doctor      `mcpbench doctor`: what would make measurements on this machine unreliable
 //!             (limits for the planned load, timer, clock, CPU scaling and quota, other load),
@@ -40,6 +43,9 @@
 //! gateway     the reference gateway's upstream side (`serve --upstream`): pooled client
 //!             sessions to upstream servers over any transport on their own I/O threads,
 //!             behind server::proxy::Proxy
+//! agent/      `mcpbench mcp`: probe, run and compare as MCP tools for AI agents, served by
+//!             the reference server's stdio transport (its Proxy seam, its own Identity);
+//!             targets on an allow-list, runs within bounds (guard), results under a root
 //! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
 //!             called, one-line report (the conformance suite's client scenarios)
 //! fuzzing     (hidden) the checks of every network parser that tests/fuzz.rs and the
@@ -59,12 +65,14 @@
 //!     every interval of the grid: shard ─(one message per worker)─▶ collector
 //!       ─▶ IntervalSnapshot ─▶ latency.hlog, timeseries.csv
 //!       ─▶ report::live::Live ─(watch channel)─▶ ui thread (dashboard or progress)
+//!                             └─(watch channel)─▶ otlp thread ─▶ OTel collector
 //!   end: totals + plan + run facts ─▶ report::build ─▶ Summary ─▶ table, summary.json
 //! ```
 //!
 //! The mock REST backend lives in the `mock-backend` workspace crate; the grammar of durations,
 //! latency distributions and route knobs both use lives in `mcpbench-knobs` (`knobs/`).
 
+pub mod agent;
 pub mod cli;
 pub mod doctor;
 pub mod driver;
@@ -73,6 +81,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod init;
 pub mod metrics;
+pub mod otlp;
 pub mod probe;
 pub mod protocol;
 pub mod report;

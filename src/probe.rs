@@ -186,12 +186,53 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// What a probe found.
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// The revision negotiated (handshake era) or used (2026-07-28).
+    pub revision: Revision,
+    /// `serverInfo` as the server sent it (`null` if it sent none).
+    pub server_info: Value,
+    /// Opening the session: `initialize` + `notifications/initialized`, or `server/discover`.
+    pub open: Duration,
+    /// Every tool `tools/list` named, all pages.
+    pub tools: Vec<String>,
+    /// Walking `tools/list`, every page.
+    pub list: Duration,
+    /// Each tool called, and how long it took.
+    pub calls: Vec<(String, Duration)>,
+}
+
+impl Probed {
+    /// The report's parts: the session, the tool count, each call.
+    fn lines(&self) -> Vec<String> {
+        let s = &self.server_info;
+        let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("?");
+        let server = if s.is_null() {
+            "unnamed".to_string()
+        } else {
+            format!("{} {}", text("name"), text("version"))
+        };
+        let mut out = vec![
+            format!("{} with {server} in {}", self.revision, ms(self.open)),
+            format!(
+                "tools/list: {} tool{}",
+                self.tools.len(),
+                if self.tools.len() == 1 { "" } else { "s" }
+            ),
+        ];
+        for (name, took) in &self.calls {
+            out.push(format!("tools/call {name}: ok in {}", ms(*took)));
+        }
+        out
+    }
+}
+
 /// Runs a session with `session` (any transport) against an already described endpoint.
 async fn probe_session<S: Session>(
     session: &mut S,
     o: &ProbeOptions,
-) -> Result<Vec<String>, ProbeError> {
-    let mut report = Vec::new();
+) -> Result<Probed, ProbeError> {
     let t = Instant::now();
     let opened = tokio::time::timeout(o.timeout, session.open())
         .await
@@ -204,32 +245,24 @@ async fn probe_session<S: Session>(
         };
         return Err(ProbeError::Failed(format!("{what}: {}", describe(opened))));
     }
+    let open = t.elapsed();
     let rev = session.revision().unwrap_or(o.protocol);
     let info: Value = serde_json::from_slice(session.last_message()).unwrap_or(Value::Null);
-    let server = info
+    let server_info = info
         .pointer("/result/serverInfo")
-        .map(|s| {
-            format!(
-                "{} {}",
-                s.get("name").and_then(Value::as_str).unwrap_or("?"),
-                s.get("version").and_then(Value::as_str).unwrap_or("?")
-            )
-        })
-        .unwrap_or_else(|| "unnamed".into());
-    report.push(format!("{rev} with {server} in {}", ms(t.elapsed())));
+        .cloned()
+        .unwrap_or(Value::Null);
 
+    let t = Instant::now();
     let tools: Vec<String> = list_tools(session, rev, o.timeout)
         .await
         .map_err(|e| ProbeError::Failed(e.to_string()))?
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    report.push(format!(
-        "tools/list: {} tool{}",
-        tools.len(),
-        if tools.len() == 1 { "" } else { "s" }
-    ));
+    let list = t.elapsed();
 
+    let mut calls = Vec::new();
     for (name, args) in &o.calls {
         if !tools.iter().any(|t| t == name) {
             return Err(ProbeError::Failed(format!(
@@ -245,7 +278,7 @@ async fn probe_session<S: Session>(
         .await
         .map_or(Outcome::Timeout, |r| r.outcome);
         match outcome {
-            Outcome::Ok => report.push(format!("tools/call {name}: ok in {}", ms(t.elapsed()))),
+            Outcome::Ok => calls.push((name.clone(), t.elapsed())),
             Outcome::ToolError => {
                 let msg: Value =
                     serde_json::from_slice(session.last_message()).unwrap_or(Value::Null);
@@ -265,11 +298,18 @@ async fn probe_session<S: Session>(
             }
         }
     }
-    Ok(report)
+    Ok(Probed {
+        revision: rev,
+        server_info,
+        open,
+        tools,
+        list,
+        calls,
+    })
 }
 
-/// Probes the endpoint: the one-line report on success.
-pub fn run(o: &ProbeOptions) -> Result<String, ProbeError> {
+/// Probes the endpoint: what it found.
+pub fn session(o: &ProbeOptions) -> Result<Probed, ProbeError> {
     let ep = Arc::new(endpoint(o)?);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -279,8 +319,18 @@ pub fn run(o: &ProbeOptions) -> Result<String, ProbeError> {
         let mut session = HttpSession::new(ep);
         let result = probe_session(&mut session, o).await;
         session.close().await;
-        result.map(|parts| format!("probe ok: {}: {}", o.url, parts.join("; ")))
+        result
     })
+}
+
+/// Probes the endpoint: the one-line report on success.
+pub fn run(o: &ProbeOptions) -> Result<String, ProbeError> {
+    let probed = session(o)?;
+    Ok(format!(
+        "probe ok: {}: {}",
+        o.url,
+        probed.lines().join("; ")
+    ))
 }
 
 #[cfg(test)]

@@ -88,6 +88,9 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("server", &["crate::driver", "crate::report", "crate::scenario", "crate::transport"]),
     ("ui", &["crate::driver", "crate::transport", "crate::server", "crate::scenario"]),
     ("doctor", &["crate::transport", "crate::server", "crate::report", "crate::scenario", "crate::cli"]),
+    // `mcpbench mcp` sits beside the CLI, not on it; it reaches the server through its public seam.
+    ("agent", &["crate::cli", "crate::ui", "crate::gateway"]),
+    ("otlp", &["crate::driver", "crate::server", "crate::scenario", "crate::ui", "crate::cli"]),
 ];
 
 #[test]

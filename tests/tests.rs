@@ -18,6 +18,8 @@ mod hostile;
 mod interop;
 mod load_models;
 mod matrix;
+mod mcp_server;
+mod otlp;
 mod outcomes;
 mod preflight;
 mod reference_server;

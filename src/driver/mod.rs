@@ -113,6 +113,9 @@ pub struct RunOptions {
     pub source_address: Option<std::net::IpAddr>,
     /// Processes of the target to sample every interval, besides the scenario's `target.pid`.
     pub target_pids: Vec<u32>,
+    /// `--otlp-endpoint`: where the live view is also pushed, once per interval and at the
+    /// end; its failures become a note.
+    pub otlp: Option<Arc<crate::otlp::Exporter>>,
 }
 
 impl Default for RunOptions {
@@ -131,6 +134,7 @@ impl Default for RunOptions {
             start: start::StartAt::Now,
             source_address: None,
             target_pids: Vec::new(),
+            otlp: None,
         }
     }
 }
@@ -440,7 +444,8 @@ pub fn run(
         protocol_offered: plan.connection().protocol.to_string(),
         protocol_negotiated: pre.revision.to_string(),
     };
-    let mut watch = opts.live.clone().map(|sink| {
+    let watched = opts.live.is_some() || opts.otlp.is_some();
+    let mut watch = watched.then(|| {
         let header = RunHeader {
             scenario: match &opts.label {
                 Some(l) => format!("{} · {l}", plan.name),
@@ -451,9 +456,24 @@ pub fn run(
             ops: ops.clone(),
             interval: opts.interval,
         };
-        let live = Live::new(header, workers);
-        sink.send_replace(Some(Arc::new(live.clone())));
-        Watch { sink, live }
+        let s = plan.load.shard;
+        let otlp = opts.otlp.clone().map(|x| {
+            let run = crate::otlp::RunInfo {
+                scenario: plan.name.clone(),
+                id: run_id(&dir, opts.label.is_some()),
+                started_at: started_wall,
+                shard: (!s.is_whole()).then_some((s.index, s.count)),
+                label: opts.label.clone(),
+            };
+            (x, Arc::new(run))
+        });
+        let mut w = Watch {
+            sink: opts.live.clone(),
+            otlp,
+            live: Live::new(header, workers),
+        };
+        w.publish(&[], &collector);
+        w
     });
     let (stopped, threshold_stop) = rt.block_on(collect(
         &ctx,
@@ -500,6 +520,7 @@ pub fn run(
         run_end.saturating_duration_since(ctx.start).as_secs_f64(),
         loopback,
     ));
+    notes.extend(watch.as_ref().and_then(Watch::export_note));
     if let Some(e) = &collector.hlog_error {
         notes.push(format!("latency.hlog or timeseries.csv is incomplete: {e}"));
     }
@@ -832,9 +853,22 @@ fn breached_now(
     ))
 }
 
+/// A run's name outside its files: its directory's (with the parent's for a part of a larger
+/// run: `…-find-max/step-03`).
+fn run_id(dir: &std::path::Path, part: bool) -> String {
+    let name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    match (name(dir), dir.parent().and_then(name).filter(|_| part)) {
+        (Some(d), Some(p)) => format!("{p}/{d}"),
+        (Some(d), None) => d,
+        (None, _) => dir.display().to_string(),
+    }
+}
+
 /// A run's live view and where it goes.
 struct Watch {
-    sink: LiveSink,
+    sink: Option<LiveSink>,
+    /// `--otlp-endpoint`'s exporter and the run it pushes.
+    otlp: Option<(Arc<crate::otlp::Exporter>, Arc<crate::otlp::RunInfo>)>,
     live: Live,
 }
 
@@ -844,7 +878,19 @@ impl Watch {
         for snap in done {
             self.live.update(snap, &collector.totals);
         }
-        self.sink.send_replace(Some(Arc::new(self.live.clone())));
+        let live = Arc::new(self.live.clone());
+        if let Some((x, run)) = &self.otlp {
+            x.push(run, live.clone());
+        }
+        if let Some(sink) = &self.sink {
+            sink.send_replace(Some(live));
+        }
+    }
+
+    /// After the final view: the exporter's note, if its pushes failed (waits a bounded time
+    /// for the final push).
+    fn export_note(&self) -> Option<String> {
+        self.otlp.as_ref().and_then(|(x, _)| x.finish_run())
     }
 }
 

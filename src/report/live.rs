@@ -28,6 +28,44 @@ pub const SPECTRUM: [f64; 12] = [
     0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
 ];
 
+/// Upper bounds (µs) of the fixed latency buckets a watcher exports (`--otlp-endpoint`'s
+/// explicit-bucket histograms): 1-2.5-5 steps from 25 µs to 60 s, so every run's (and every
+/// shard's) histograms share bounds and add up. The exact percentiles stay in the reports.
+pub const LATENCY_BOUNDS_US: [u64; 20] = [
+    25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000, 30_000_000, 60_000_000,
+];
+
+/// A latency histogram in [`LATENCY_BOUNDS_US`]: `counts[i]` holds the values above bound
+/// `i - 1` up to bound `i`; the last one those above the last bound.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Buckets {
+    pub counts: Vec<u64>,
+    pub count: u64,
+    pub sum_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl Buckets {
+    /// An HdrHistogram's values in the fixed buckets, each by its bucket's middle value (exact
+    /// below 2 ms; within the histogram's 0.1 % resolution above).
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Buckets {
+        let mut counts = vec![0; LATENCY_BOUNDS_US.len() + 1];
+        for v in h.iter_recorded() {
+            let value = h.median_equivalent(v.value_iterated_to());
+            counts[LATENCY_BOUNDS_US.partition_point(|&b| b < value)] += v.count_at_value();
+        }
+        Buckets {
+            counts,
+            count: h.len(),
+            sum_us: h.mean() * h.len() as f64,
+            min_us: h.min(),
+            max_us: h.max(),
+        }
+    }
+}
+
 /// What a run is: known once the target answered the preflight.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunHeader {
@@ -114,6 +152,12 @@ pub struct Live {
     /// Latency spectrum of ok responses so far: `(percentile, µs)` at [`SPECTRUM`]; index 0
     /// is every operation together, then one per operation.
     pub spectrum: Vec<Vec<(f64, u64)>>,
+    /// Latency of ok responses so far per operation, in fixed buckets (for exporters); empty
+    /// for an operation without any.
+    pub buckets: Vec<Buckets>,
+    /// Requests ended so far per operation and outcome class (index: `Class as usize`): the
+    /// counts behind `ops[i].outcomes`.
+    pub classes: Vec<[u64; crate::metrics::outcome::Class::COUNT]>,
     /// The run has ended (the last interval is in).
     pub finished: bool,
     /// Generator worker threads (CPU saturation is `cpu / (elapsed × workers)`).
@@ -139,6 +183,8 @@ impl Live {
             cpu: Duration::ZERO,
             target_cpu: Duration::ZERO,
             spectrum: Vec::new(),
+            buckets: Vec::new(),
+            classes: Vec::new(),
             finished: false,
             workers,
         }
@@ -181,6 +227,15 @@ impl Live {
         self.cpu += snap.cpu;
         self.target_cpu += snap.target.map_or(Duration::ZERO, |t| t.cpu);
         self.spectrum = spectrum(totals);
+        self.buckets = totals
+            .ops
+            .iter()
+            .map(|s| {
+                s.hist(crate::metrics::outcome::Class::Ok)
+                    .map_or_else(Buckets::default, Buckets::of)
+            })
+            .collect();
+        self.classes = totals.ops.iter().map(|s| s.counts.by_class).collect();
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }

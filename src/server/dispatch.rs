@@ -194,13 +194,9 @@ impl State {
         } else {
             br#"{"tools":{"listChanged":false}}"#
         });
-        result.extend_from_slice(br#","serverInfo":{"name":"mcpbench-reference","#);
-        if rev.has_tool_title() {
-            result.extend_from_slice(br#""title":"mcpbench reference server","#);
-        }
-        result.extend_from_slice(br#""version":""#);
-        result.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-        result.extend_from_slice(br#""},"instructions":"#);
+        result.extend_from_slice(br#","serverInfo":"#);
+        result.extend_from_slice(&self.info[usize::from(!rev.has_tool_title())]);
+        result.extend_from_slice(br#","instructions":"#);
         write_json_str(&mut result, &self.instructions);
         result.push(b'}');
         write_result(&mut out, id, &result);

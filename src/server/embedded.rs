@@ -272,8 +272,10 @@ pub fn run_stdio(
     threads: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), EmbeddedError> {
+    // A server of another identity has none of the tools that call a backend.
     let backend_l = match &config.backend {
         Some(_) => None,
+        None if config.identity.is_some() => None,
         None => {
             mock_backend::Backend::new(backend.clone())?;
             let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;

@@ -1181,9 +1181,12 @@ mod tests {
         );
         let legacy = answer_json(Revision::V2025_06_18, "prompts/list", json!({}));
         assert!(legacy["result"].get("resultType").is_none());
-        let d: Value =
-            serde_json::from_slice(&crate::server::wire::discover(discover_capabilities(), "x"))
-                .unwrap();
+        let d: Value = serde_json::from_slice(&crate::server::wire::discover(
+            discover_capabilities(),
+            "x",
+            &crate::server::wire::server_info(),
+        ))
+        .unwrap();
         assert!(d["capabilities"]["prompts"].is_object() && d["ttlMs"] == TTL_MS);
     }
 }

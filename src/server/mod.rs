@@ -150,7 +150,13 @@ pub struct Config {
     /// benchmark catalog, its `tools/list` pages and the declared capabilities are unchanged.
     pub conformance: bool,
     /// Gateway mode: upstream servers whose tools are listed (namespaced) and called through.
+    /// With [`identity`](Self::identity): the only tools the server has.
     pub proxy: Option<Arc<dyn proxy::Proxy>>,
+    /// Serve another program's tools under its name instead of the reference server's
+    /// (`mcpbench mcp`: mcpbench's own tools for agents): the catalog is then `proxy`'s tools
+    /// alone (no built-in, synthetic or fixture tools, so no REST backend), and `initialize`,
+    /// `server/discover` and 2026-07-28 `_meta` name this identity (not with `conformance`).
+    pub identity: Option<Identity>,
     /// Tenants: bearer token → tenant, tools each may list and call, rate limits.
     pub policy: Option<Arc<policy::Policy>>,
     /// Audit events as JSON lines.
@@ -186,10 +192,31 @@ impl Default for Config {
             tls: None,
             conformance: false,
             proxy: None,
+            identity: None,
             policy: None,
             audit: None,
             call_delay: Duration::ZERO,
         }
+    }
+}
+
+/// Who a server that is not the reference server says it is ([`Config::identity`]).
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub name: String,
+    pub title: String,
+    /// `instructions` of `initialize` and `server/discover`: what the server is for.
+    pub instructions: String,
+}
+
+impl Identity {
+    /// `serverInfo` (the version is mcpbench's).
+    fn server_info(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "title": self.title,
+            "version": env!("CARGO_PKG_VERSION"),
+        })
     }
 }
 
@@ -200,6 +227,8 @@ pub struct State {
     pub(crate) registry: tools::Registry,
     /// `instructions` of `initialize` and `server/discover`, from the catalog.
     instructions: String,
+    /// `serverInfo` of `initialize` as JSON: with `title` (2025-06-18 on), then without.
+    info: [Vec<u8>; 2],
     /// The `server/discover` result (2026-07-28).
     discover: Vec<u8>,
     backend: Option<backend::Backend>,
@@ -216,26 +245,40 @@ pub struct State {
 
 impl State {
     pub fn new(config: Config) -> Self {
-        let mut catalog = tools::builtin();
-        if config.conformance {
-            catalog.extend(fixtures::tools());
+        let reference = config.identity.is_none();
+        let conformance = config.conformance && reference;
+        let mut catalog = Vec::new();
+        if reference {
+            catalog.extend(tools::builtin());
+            if conformance {
+                catalog.extend(fixtures::tools());
+            }
+            catalog.extend(tools::synthetic(config.catalog));
         }
-        catalog.extend(tools::synthetic(config.catalog));
         let upstream_tools = config.proxy.as_ref().map(|p| p.tools()).unwrap_or_default();
         catalog.extend(tools::proxied(&upstream_tools));
-        let instructions = tools::instructions(&catalog);
-        let capabilities = if config.conformance {
+        let (instructions, info) = match &config.identity {
+            Some(id) => (id.instructions.clone(), id.server_info()),
+            None => (tools::instructions(&catalog), wire::server_info()),
+        };
+        let capabilities = if conformance {
             fixtures::discover_capabilities()
         } else {
             serde_json::json!({"tools": {"listChanged": false}})
         };
+        let mut untitled = info.clone();
+        if let Some(o) = untitled.as_object_mut() {
+            o.remove("title");
+        }
         State {
-            discover: wire::discover(capabilities, &instructions),
+            discover: wire::discover(capabilities, &instructions, &info),
+            info: [&info, &untitled].map(|i| serde_json::to_vec(i).unwrap_or_default()),
             instructions,
             registry: tools::Registry::with_policy(
                 catalog,
                 config.page_size,
                 config.policy.as_deref(),
+                &info,
             ),
             backend: config
                 .backend

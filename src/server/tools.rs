@@ -13,7 +13,7 @@ use super::backend::Backend;
 use super::context::Sink;
 use super::policy::Policy;
 use super::proxy::ProxiedTool;
-use super::wire::{MODERN_RESULT_TAIL, result_json};
+use super::wire::{MODERN_RESULT_TAIL, result_json_as};
 use crate::protocol::jsonrpc::write_json_str;
 use crate::protocol::percent_encode as encode_query;
 use crate::protocol::schema::{self, Validator};
@@ -347,11 +347,17 @@ impl Registry {
     /// for every revision (each lists the tools available in it).
     #[cfg(test)]
     pub(crate) fn new(tools: Vec<Tool>, page_size: usize) -> Self {
-        Self::with_policy(tools, page_size, None)
+        Self::with_policy(tools, page_size, None, &super::wire::server_info())
     }
 
-    /// The catalog, with one view per tenant of `policy` (or one for all).
-    pub(crate) fn with_policy(tools: Vec<Tool>, page_size: usize, policy: Option<&Policy>) -> Self {
+    /// The catalog, with one view per tenant of `policy` (or one for all); 2026-07-28 pages
+    /// name the server `info`.
+    pub(crate) fn with_policy(
+        tools: Vec<Tool>,
+        page_size: usize,
+        policy: Option<&Policy>,
+        info: &Value,
+    ) -> Self {
         let by_name = tools
             .iter()
             .enumerate()
@@ -385,7 +391,7 @@ impl Registry {
                         }
                         let names: Vec<&str> = chunk.iter().map(|t| t.name.as_str()).collect();
                         Page {
-                            result: Bytes::from(result_json(page, rev, true)),
+                            result: Bytes::from(result_json_as(page, rev, true, info)),
                             names: Bytes::from(serde_json::to_vec(&names).unwrap_or_default()),
                             count: chunk.len(),
                         }

@@ -41,7 +41,17 @@ pub(crate) fn server_info() -> Value {
 /// A result object as bytes, with the 2026-07-28 additions for `rev` (`resultType`, `_meta`
 /// serverInfo, and for cacheable results `ttlMs` + `cacheScope`). For results rendered once
 /// (tool lists, discovery) or off the hot path (conformance fixtures).
-pub(crate) fn result_json(mut v: Value, rev: Revision, cacheable: bool) -> Vec<u8> {
+pub(crate) fn result_json(v: Value, rev: Revision, cacheable: bool) -> Vec<u8> {
+    result_json_as(v, rev, cacheable, &server_info())
+}
+
+/// [`result_json`] of a server that names itself `info` (see `Config::identity`).
+pub(crate) fn result_json_as(
+    mut v: Value,
+    rev: Revision,
+    cacheable: bool,
+    info: &Value,
+) -> Vec<u8> {
     if !rev.has_handshake()
         && let Some(o) = v.as_object_mut()
     {
@@ -52,23 +62,25 @@ pub(crate) fn result_json(mut v: Value, rev: Revision, cacheable: bool) -> Vec<u
         o.entry("resultType").or_insert(json!("complete"));
         o.insert(
             "_meta".into(),
-            json!({"io.modelcontextprotocol/serverInfo": server_info()}),
+            json!({"io.modelcontextprotocol/serverInfo": info}),
         );
     }
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-/// The `server/discover` result (2026-07-28) of a server with these capabilities.
-pub(crate) fn discover(capabilities: Value, instructions: &str) -> Vec<u8> {
-    result_json(
+/// The `server/discover` result (2026-07-28) of a server named `info` with these
+/// capabilities.
+pub(crate) fn discover(capabilities: Value, instructions: &str, info: &Value) -> Vec<u8> {
+    result_json_as(
         json!({
             "supportedVersions": [MODERN.as_str()],
             "capabilities": capabilities,
-            "serverInfo": server_info(),
+            "serverInfo": info,
             "instructions": instructions,
         }),
         MODERN,
         true,
+        info,
     )
 }
 
@@ -366,7 +378,7 @@ mod tests {
     fn constants_are_json_and_agree() {
         let info = server_info();
         assert_eq!(info["name"], "mcpbench-reference");
-        let d: Value = serde_json::from_slice(&discover(json!({}), "hi")).unwrap();
+        let d: Value = serde_json::from_slice(&discover(json!({}), "hi", &info)).unwrap();
         assert_eq!(d["serverInfo"], info);
         assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"], info);
         assert_eq!(

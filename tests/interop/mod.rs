@@ -5,6 +5,6 @@
 mod clients;
 mod conformance;
 mod export;
-mod harness;
+pub(crate) mod harness;
 mod init;
 mod peers;
