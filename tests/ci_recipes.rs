@@ -1264,7 +1264,7 @@ fn every_mcpbench_command_in_the_recipes_is_valid() {
 #[test]
 fn the_recipe_checks_catch_mistakes() {
     let doc = |text: &str| yaml::parse("t.yml", text);
-    let good = "env:\n  MCP_URL: http://127.0.0.1:8080/mcp\njobs:\n  load:\n    steps:\n      - run: |\n          mcpbench probe \"$MCP_URL\" --timeout 2s\n          code=0\n          mcpbench run s.toml --url \"$MCP_URL\" --no-tui --format junit > j.xml || code=$?\n";
+    let good = "env:\n  MCP_URL: http://localhost:8080/mcp\njobs:\n  load:\n    steps:\n      - run: |\n          mcpbench probe \"$MCP_URL\" --timeout 2s\n          code=0\n          mcpbench run s.toml --url \"$MCP_URL\" --no-tui --format junit > j.xml || code=$?\n";
     let problems = |text: &str| command_problems("t.yml", &doc(text).unwrap(), &["probe", "run"]);
     assert_eq!(problems(good), Vec::<String>::new());
     let cases = [

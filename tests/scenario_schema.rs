@@ -358,7 +358,7 @@ fn every_key_scenarios(dir: &Path) -> Vec<String> {
 description = "a network target with everything it takes"
 [target]
 transport = "streamable-http"
-url = ["https://127.0.0.1:8443/mcp", "https://[::1]:8444/mcp"]
+url = ["https://localhost:8443/mcp", "https://[::1]:8444/mcp"]
 protocol = "auto"
 http = "2"
 tls = {{ ca = "{ca}", cert = "{cert}", key = "{key}" }}
@@ -439,13 +439,13 @@ tool = "echo"
 arguments = { message = "hi" }
 "#;
     let oauth = r#"[target]
-url = "http://127.0.0.1:8080/mcp"
+url = "http://localhost:8080/mcp"
 [target.oauth]
 token_url = "http://127.0.0.1:9/token"
 client_id = "${OAUTH_CLIENT_ID}"
 client_secret = "${OAUTH_CLIENT_SECRET}"
 scope = "mcp"
-resource = "http://127.0.0.1:8080/mcp"
+resource = "http://localhost:8080/mcp"
 tenant = "acme"
 refresh_before = "30s"
 [load]
@@ -479,32 +479,32 @@ method = "tools/list"
 "#;
     let ab = r#"[[targets]]
 name = "direct"
-url = "ws://127.0.0.1:8080/ws"
+url = "ws://localhost:8080/ws"
 [[targets]]
 name = "via-gateway"
-url = "http://127.0.0.1:9090/mcp"
+url = "http://localhost:9090/mcp"
 credentials_file = "creds.jsonl"
 [[targets]]
 name = "tls"
-url = "wss://127.0.0.1:9443/ws"
+url = "wss://localhost:9443/ws"
 [targets.tls]
 insecure = true
 [[targets]]
 name = "oauth"
-url = "http://127.0.0.1:9091/mcp"
+url = "http://localhost:9091/mcp"
 [targets.oauth]
 token_url = "http://127.0.0.1:9/token"
 client_id = "id"
 client_secret = "secret"
 [[targets]]
 name = "tenants"
-url = "http://127.0.0.1:9092/mcp"
+url = "http://localhost:9092/mcp"
 [[targets.credentials]]
 tenant = "acme"
 token = "t"
 [[targets]]
 name = "mixed"
-url = "http://127.0.0.1:9093/mcp"
+url = "http://localhost:9093/mcp"
 protocol = ["2025-11-25", "2026-07-28"]
 [ab]
 slice = "1s"
@@ -665,7 +665,7 @@ const MIN: &str =
     "[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/list\"\n";
 const OPEN: &str = "[load]\nmodel = \"open\"\nrate = 5\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/list\"\n";
 const CALL: &str = "[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = { message = \"hi\" }\n";
-const REMOTE: &str = "[target]\nurl = \"http://127.0.0.1:8080/mcp\"\n[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/list\"\n";
+const REMOTE: &str = "[target]\nurl = \"http://localhost:8080/mcp\"\n[load]\nconcurrency = 2\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/list\"\n";
 const FIND: &str = "[load]\nconcurrency = 2\nduration = \"1s\"\n[find_max]\np99 = \"10ms\"\n[[workload]]\nmethod = \"tools/list\"\n";
 const AB: &str = "[[targets]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n[[targets]]\nname = \"b\"\nurl = \"http://127.0.0.1:2/mcp\"\n[ab]\npairs = 5\n[load]\nconcurrency = 2\nduration = \"20s\"\n[[workload]]\nmethod = \"tools/list\"\n";
 const LIMITS: &str = "[embedded]\ncatalog = 10\nbackend_latency = \"5ms\"\nbackend_error_rate = 0.5\n[load]\nconcurrency = 2\nduration = \"1s\"\n[thresholds]\np99 = \"< 20ms\"\n\"tools/list\".p90 = \"< 20ms\"\n[[workload]]\nmethod = \"tools/list\"\n";
@@ -811,13 +811,13 @@ fn mistakes_are_refused_by_the_schema_and_the_parser() {
         ),
         (
             REMOTE,
-            "url = \"http://127.0.0.1:8080/mcp\"",
+            "url = \"http://localhost:8080/mcp\"",
             "url = \"ftp://127.0.0.1/mcp\"",
         ),
-        (REMOTE, "url = \"http://127.0.0.1:8080/mcp\"", "url = []"),
+        (REMOTE, "url = \"http://localhost:8080/mcp\"", "url = []"),
         (
             REMOTE,
-            "url = \"http://127.0.0.1:8080/mcp\"",
+            "url = \"http://localhost:8080/mcp\"",
             "transport = \"stdio\"",
         ),
         (FIND, "p99 = \"10ms\"", "start = 1"),

@@ -897,7 +897,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
         let hung = matches!(r, Ended::Hang(_));
         let (outcome, connected) = finish(shards, item.op, tenant, phase, intended, sent, r);
-        if outcome.class().is_completed() {
+        if ctx.plan.load.hang_after.is_some() && outcome.class().is_completed() {
             let latest = drive.answered_sent.get().map_or(sent, |t| t.max(sent));
             drive.answered_sent.set(Some(latest));
         }
