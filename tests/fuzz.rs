@@ -861,6 +861,15 @@ fn stdio_lines() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// Found by the property below: invalid UTF-8 inside a member the envelope does not read is
+/// still not JSON, so a parse error with id null (it was answered as an invalid request
+/// carrying the id).
+#[test]
+fn server_stdio_answers_invalid_utf8_with_a_parse_error() {
+    let line = b"{\"sonrpc\":\"2\xff.0\",\"id\":\"l\",\"method\":\"tools/list\"}\r\r\n";
+    fuzzing::server_stdio_with(line, &[]);
+}
+
 proptest! {
     #![proptest_config(cases(200))]
 

@@ -128,8 +128,16 @@ pub(crate) struct Rejection {
 }
 
 /// Parses one message (not a batch): `-32700` if it is not JSON, `-32600` if it is JSON but
-/// not an object of the envelope's shape.
+/// not an object of the envelope's shape. JSON text is UTF-8: invalid bytes anywhere (also in
+/// a member serde would skip without reading it) make it not JSON.
 pub(crate) fn parse(body: &[u8]) -> Result<Message<'_>, Rejection> {
+    if std::str::from_utf8(body).is_err() {
+        return Err(Rejection {
+            id: None,
+            code: code::PARSE_ERROR,
+            message: "Parse error",
+        });
+    }
     serde_json::from_slice::<Message<'_>>(body).map_err(|_| {
         if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
             Rejection {
@@ -430,6 +438,16 @@ mod tests {
         );
         assert_eq!(k("{oops").unwrap_err().code, code::PARSE_ERROR);
         assert_eq!(k("[1]").unwrap_err().code, code::INVALID_REQUEST);
+        // Invalid UTF-8 in a member nobody reads (found by the stdio fuzz test): not JSON.
+        let bad = parse(b"{\"sonrpc\":\"2\xff.0\",\"id\":\"l\",\"method\":\"tools/list\"}");
+        assert_eq!(
+            bad.map(|_| ()).unwrap_err(),
+            Rejection {
+                id: None,
+                code: code::PARSE_ERROR,
+                message: "Parse error"
+            }
+        );
         assert_eq!(k("1").unwrap_err().code, code::INVALID_REQUEST);
     }
 
