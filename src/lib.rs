@@ -22,7 +22,8 @@
 //!             limits checked before load (limits)
 //! metrics/    Outcome classes (outcome); per-worker histogram shards and the counters
 //!             transports fill (recorder); the interval grid (grid); interval merging,
-//!             HdrHistogram interval log, time series (collector). Knows no transport
+//!             HdrHistogram interval log, time series (collector); the target's own
+//!             processes read from /proc per interval (target). Knows no transport
 //! report/     the one result model (summary), built from totals + plan + run facts (build),
 //!             rendered as text (text) and files (files); thresholds judged (verdict); a
 //!             finished run read back (run) and rendered as report.md / report.html
