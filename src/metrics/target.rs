@@ -35,6 +35,16 @@ pub struct TargetSample {
     pub processes: u64,
 }
 
+impl TargetSample {
+    fn add(&mut self, cpu: Duration, u: Usage) {
+        self.cpu += cpu;
+        self.rss_bytes += u.rss_bytes;
+        self.fds += u.fds;
+        self.threads += u.threads;
+        self.processes += 1;
+    }
+}
+
 /// Pids of the stdio servers a run spawned, registered as they start (a rare event, not the
 /// hot path); shared by the sessions of every worker and the collector.
 #[derive(Debug, Clone, Default)]
@@ -47,8 +57,83 @@ impl Children {
         }
     }
 
-    fn pids(&self) -> Vec<u32> {
-        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    /// The pids registered since the last take.
+    fn take(&self) -> Vec<u32> {
+        self.0
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+}
+
+/// The stdio servers a run spawned, as one row. Those that exited are folded into totals and
+/// forgotten, so that session churn (a server per request) keeps memory and the per-interval
+/// work bounded by the servers alive at once.
+#[derive(Debug, Default)]
+struct Spawned {
+    registry: Children,
+    alive: BTreeMap<u32, Watched>,
+    /// Servers seen in all.
+    count: u64,
+    /// CPU time of those that exited.
+    exited_cpu: Duration,
+    /// The servers alive together: their resident memory at the first and last sample that
+    /// found any, and the peaks of their sums.
+    rss_first: Option<u64>,
+    rss_last: u64,
+    rss_peak: u64,
+    fds_max: u64,
+    threads_max: u64,
+}
+
+impl Spawned {
+    fn sample(&mut self, ticks: u64, page: u64) -> TargetSample {
+        for pid in self.registry.take() {
+            self.alive.insert(pid, Watched::new(pid));
+            self.count += 1;
+        }
+        let mut out = TargetSample::default();
+        for w in self.alive.values_mut() {
+            if let Some((d, u)) = w.sample(ticks, page) {
+                out.add(d, u);
+            }
+        }
+        let exited_cpu = &mut self.exited_cpu;
+        self.alive.retain(|_, w| {
+            if w.exited || w.last.is_none() {
+                // Gone (or gone before it could be read): its CPU time up to its last sample.
+                *exited_cpu += w.cpu();
+            }
+            !w.exited && w.last.is_some()
+        });
+        if out.processes > 0 {
+            self.rss_first.get_or_insert(out.rss_bytes);
+            self.rss_last = out.rss_bytes;
+            self.rss_peak = self.rss_peak.max(out.rss_bytes);
+            self.fds_max = self.fds_max.max(out.fds);
+            self.threads_max = self.threads_max.max(out.threads);
+        } else {
+            self.rss_last = 0;
+        }
+        out
+    }
+
+    fn row(&self) -> Option<TargetProcess> {
+        let cpu = self.exited_cpu + self.alive.values().map(Watched::cpu).sum::<Duration>();
+        (self.count > 0).then(|| TargetProcess {
+            name: match self.count {
+                1 => "stdio servers (1 process)".to_string(),
+                n => format!("stdio servers ({n} processes)"),
+            },
+            cpu_seconds: cpu.as_secs_f64(),
+            cpu_us_per_request: None,
+            rss_first_bytes: self.rss_first.unwrap_or(0),
+            rss_last_bytes: self.rss_last,
+            rss_peak_bytes: self.rss_peak,
+            fds_max: self.fds_max,
+            threads_max: self.threads_max,
+            exited: self.alive.is_empty(),
+        })
     }
 }
 
@@ -93,8 +178,8 @@ impl TargetProcess {
 pub struct Sampler {
     /// Named pids, each its own row.
     named: Vec<Watched>,
-    /// Spawned stdio servers: one row for all of them, by pid.
-    children: Option<(Children, BTreeMap<u32, Watched>)>,
+    /// Spawned stdio servers: one row for all of them.
+    children: Option<Spawned>,
     ticks_per_second: u64,
     page_size: u64,
 }
@@ -166,7 +251,10 @@ impl Sampler {
         }
         let mut s = Sampler {
             named: pids.iter().map(|&p| Watched::new(p)).collect(),
-            children: children.map(|c| (c, BTreeMap::new())),
+            children: children.map(|registry| Spawned {
+                registry,
+                ..Spawned::default()
+            }),
             ticks_per_second: clock_ticks(),
             page_size: page_size(),
         };
@@ -187,25 +275,18 @@ impl Sampler {
     pub fn sample(&mut self) -> TargetSample {
         let (ticks, page) = (self.ticks_per_second, self.page_size);
         let mut out = TargetSample::default();
-        let mut add = |got: Option<(Duration, Usage)>| {
-            if let Some((d, u)) = got {
-                out.cpu += d;
-                out.rss_bytes += u.rss_bytes;
-                out.fds += u.fds;
-                out.threads += u.threads;
-                out.processes += 1;
-            }
-        };
         for w in &mut self.named {
-            add(w.sample(ticks, page));
+            if let Some((d, u)) = w.sample(ticks, page) {
+                out.add(d, u);
+            }
         }
-        if let Some((registry, seen)) = &mut self.children {
-            for pid in registry.pids() {
-                seen.entry(pid).or_insert_with(|| Watched::new(pid));
-            }
-            for w in seen.values_mut() {
-                add(w.sample(ticks, page));
-            }
+        if let Some(s) = &mut self.children {
+            let c = s.sample(ticks, page);
+            out.cpu += c.cpu;
+            out.rss_bytes += c.rss_bytes;
+            out.fds += c.fds;
+            out.threads += c.threads;
+            out.processes += c.processes;
         }
         out
     }
@@ -231,34 +312,7 @@ impl Sampler {
                 exited: w.exited,
             })
             .collect();
-        if let Some((_, seen)) = self.children.as_ref().filter(|(_, s)| !s.is_empty()) {
-            // Resident memory of the servers alive at once: sums at the first and last sample.
-            let cpu: Duration = seen.values().map(Watched::cpu).sum();
-            let alive_last = |w: &&Watched| !w.exited;
-            rows.push(TargetProcess {
-                name: match seen.len() {
-                    1 => "stdio servers (1 process)".to_string(),
-                    n => format!("stdio servers ({n} processes)"),
-                },
-                cpu_seconds: cpu.as_secs_f64(),
-                cpu_us_per_request: None,
-                rss_first_bytes: seen
-                    .values()
-                    .filter_map(|w| w.first)
-                    .map(|u| u.rss_bytes)
-                    .sum(),
-                rss_last_bytes: seen
-                    .values()
-                    .filter(alive_last)
-                    .filter_map(|w| w.last)
-                    .map(|u| u.rss_bytes)
-                    .sum(),
-                rss_peak_bytes: seen.values().map(|w| w.peak_rss).sum(),
-                fds_max: seen.values().map(|w| w.max_fds).sum(),
-                threads_max: seen.values().map(|w| w.max_threads).sum(),
-                exited: seen.values().all(|w| w.exited),
-            });
-        }
+        rows.extend(self.children.as_ref().and_then(Spawned::row));
         rows
     }
 }
@@ -390,7 +444,7 @@ mod tests {
             .spawn()
             .expect("sleep");
         children.push(child.id());
-        let mut s = Sampler::new(&[], Some(children)).expect("linux");
+        let mut s = Sampler::new(&[], Some(children.clone())).expect("linux");
         assert_eq!(s.sample().processes, 1);
         let _ = child.kill();
         let _ = child.wait();
@@ -398,6 +452,21 @@ mod tests {
         let rows = s.processes();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].name, "stdio servers (1 process)");
+        // Churn: servers that come and go are counted, then forgotten (bounded memory).
+        for _ in 0..3 {
+            let mut c = std::process::Command::new("sleep")
+                .arg("5")
+                .spawn()
+                .expect("sleep");
+            children.push(c.id());
+            assert_eq!(s.sample().processes, 1);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        s.sample();
+        let spawned = s.children.as_ref().expect("watching");
+        assert!(spawned.alive.is_empty(), "{:?}", spawned.alive);
+        assert_eq!(s.processes()[0].name, "stdio servers (4 processes)");
         assert!(rows[0].exited && rows[0].threads_max >= 1, "{rows:?}");
     }
 }
