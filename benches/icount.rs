@@ -220,7 +220,7 @@ fn whole_request(http2: bool) -> Work {
     let mut rng = SmallRng::seed_from_u64(1);
     Box::new(move || {
         let reply = rt.block_on(session.call(&spec, |out, id| {
-            template.write(&plan.workload[0], out, id, &mut rng)
+            template.write(&plan.workload[0], out, id, &mut rng);
         }));
         assert_eq!(reply.outcome, Outcome::Ok, "echo answers");
     })

@@ -7,7 +7,7 @@
 //!             [--connect] | probe | doctor | mcp | completions | man | schema; scenario overrides;
 //!             exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
-//!             workload) with shared checks (check) and locations (locate); argument
+//!             workload, replay of a trace) with shared checks (check) and locations (locate); argument
 //!             generators (args); command-line overrides (overrides); thresholds. Knows no
 //!             server: tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
@@ -17,7 +17,8 @@
 //!             (streamable_http) and over multiplexed connections (mux: stdio, websocket,
 //!             sse_legacy)
 //! driver/     orchestration: target resolved (resolve), preflight (reachability, revision,
-//!             tools, argument schemas), the one generic runner (runner), arrival schedules
+//!             tools, argument schemas), the one generic runner (runner: steady load, timed
+//!             replays, first_call and cold_start rounds), divergence checks (divergence), arrival schedules
 //!             (schedule), find-max (findmax), request templates (workload), the machine's
 //!             limits checked before load (limits)
 //! metrics/    Outcome classes (outcome); per-worker histogram shards and the counters
@@ -49,6 +50,8 @@
 //!             targets on an allow-list, runs within bounds (guard), results under a root
 //! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
 //!             called, one-line report (the conformance suite's client scenarios)
+//! trace       the trace format (versioned JSON Lines of tools/list and tools/call: arrival,
+//!             session, params, result digest, latency, outcome), read, written, redacted
 //! fuzzing     (hidden) the checks of every network parser that tests/fuzz.rs and the
 //!             cargo-fuzz targets in fuzz/ share
 //! ```
@@ -88,5 +91,6 @@ pub mod protocol;
 pub mod report;
 pub mod scenario;
 pub mod server;
+pub mod trace;
 pub mod transport;
 pub mod ui;

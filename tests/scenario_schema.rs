@@ -166,6 +166,7 @@ fn serde_keys(table: &str) -> BTreeSet<String> {
         "workload" => serde_fields::<raw::RawWorkload>(),
         "workload.expect" => serde_fields::<raw::RawExpect>(),
         "find_max" => serde_fields::<raw::RawFindMax>(),
+        "replay" => serde_fields::<raw::RawReplay>(),
         other => panic!("KNOWN_KEYS has table `{other}`: map it to its serde struct here"),
     }
 }
@@ -296,6 +297,7 @@ fn shipped_and_documented_scenarios_validate() {
 
     let mut fragments = schema_json();
     fragments.as_object_mut().unwrap().remove("required");
+    fragments.as_object_mut().unwrap().remove("anyOf");
     let fv = jsonschema::validator_for(&fragments).unwrap();
     let mut blocks = 0;
     for doc in ["scenarios/README.md", "README.md"] {
@@ -353,6 +355,11 @@ fn every_key_scenarios(dir: &Path) -> Vec<String> {
     let key = file("client-key.pem", "");
     file("rows.jsonl", "{\"m\": \"hi\"}\n");
     file("creds.jsonl", "{\"tenant\": \"acme\", \"token\": \"t\"}\n");
+    file(
+        "trace.jsonl",
+        "{\"mcpbench_trace\":1}\n{\"t\":0,\"session\":1,\"method\":\"tools/call\",\
+         \"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"hi\"}},\"digest\":null}\n",
+    );
     let remote = format!(
         r#"name = "every-remote-key"
 description = "a network target with everything it takes"
@@ -516,8 +523,29 @@ duration = "20s"
 [[workload]]
 method = "tools/list"
 "#;
+    let replay = r#"[replay]
+trace = "trace.jsonl"
+mode = "timing"
+speed = 2.0
+loop = true
+check = false
+[load]
+duration = "5s"
+"#;
+    let rounds = r#"[load]
+concurrency = 4
+duration = "2s"
+pattern = "first_call"
+[[workload]]
+method = "tools/call"
+tool = "echo"
+deterministic = true
+arguments = { message = "x" }
+"#;
     vec![
         remote,
+        replay.into(),
+        rounds.into(),
         stdio.into(),
         oauth.into(),
         embedded.into(),
@@ -610,6 +638,12 @@ fn closed_sets_are_names_the_parser_accepts() {
         ("/properties/load/properties/sessions/enum", |v| {
             format!("[load]\nsessions = \"{v}\"\nduration = \"1s\"\n{LIST}")
         }),
+        ("/properties/load/properties/pattern/enum", |v| {
+            format!("[load]\npattern = \"{v}\"\nduration = \"1s\"\n{LIST}")
+        }),
+        ("/properties/replay/properties/mode/enum", |v| {
+            format!("[replay]\ntrace = \"trace.jsonl\"\nmode = \"{v}\"\n{LOAD}")
+        }),
         ("/properties/workload/items/properties/method/enum", |v| {
             let tool = if v == "tools/call" {
                 "tool = \"echo\"\n"
@@ -646,6 +680,11 @@ fn closed_sets_are_names_the_parser_accepts() {
     let mut found = Vec::new();
     enums(&schema_json(), "", &mut found);
     let dir = scratch();
+    std::fs::write(
+        dir.path().join("trace.jsonl"),
+        "{\"mcpbench_trace\":1}\n{\"t\":0,\"session\":1,\"method\":\"tools/list\"}\n",
+    )
+    .unwrap();
     let v = validator();
     for (path, names) in &found {
         let make = around

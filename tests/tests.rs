@@ -25,6 +25,7 @@ mod preflight;
 mod reference_server;
 mod reliability;
 mod report;
+mod rounds;
 mod scale_out;
 mod scenario_schema;
 mod server_legacy_sse;

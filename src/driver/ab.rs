@@ -46,6 +46,8 @@ pub fn ab(
         breached: Vec::new(),
     };
     let n = ab.targets.len();
+    // Deterministic calls are held to their first answer through every target.
+    let seen = Arc::new(super::divergence::Seen::default());
     'levels: for &level in &ab.levels {
         let mut lv = AbLevel {
             level,
@@ -73,6 +75,7 @@ pub fn ab(
                     &RunOptions {
                         output: Some(slice_dir.clone()),
                         label: Some(label),
+                        ab_divergence: Some((seen.clone(), name.clone())),
                         ..opts.clone()
                     },
                     interrupt.clone(),

@@ -185,6 +185,8 @@ mod tests {
             },
             arguments_place: None,
             expect: None,
+            deterministic: false,
+            digest: None,
         };
         let pre = Preflight {
             revision: crate::protocol::version::Revision::V2025_11_25,

@@ -3,6 +3,7 @@
 //! `report::build`.
 
 pub mod ab;
+pub mod divergence;
 pub mod expect;
 pub mod findmax;
 pub mod limits;
@@ -116,6 +117,9 @@ pub struct RunOptions {
     /// `--otlp-endpoint`: where the live view is also pushed, once per interval and at the
     /// end; its failures become a note.
     pub otlp: Option<Arc<crate::otlp::Exporter>>,
+    /// An A/B slice: the first answers to deterministic calls, shared by every slice of the
+    /// comparison, and the name of this slice's target.
+    pub ab_divergence: Option<(Arc<divergence::Seen>, String)>,
 }
 
 impl Default for RunOptions {
@@ -135,6 +139,7 @@ impl Default for RunOptions {
             source_address: None,
             target_pids: Vec::new(),
             otlp: None,
+            ab_divergence: None,
         }
     }
 }
@@ -432,7 +437,13 @@ pub fn run(
     }
     drop(tx);
 
+    let counted = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| crate::scenario::plan::is_workload_op(i, o))
+        .collect();
     let mut collector = Collector::new(ops.clone(), ctx.grid, recyclers, Some(hlog))
+        .counting(counted)
         .with_csv(csv)
         .with_sampler(sampler);
     let target = TargetInfo {
@@ -556,7 +567,8 @@ pub fn run(
 /// per 50 000 arrivals a second of its (shard's) peak rate, up to one per core (a worker releasing more
 /// arrivals per wake-up costs less per request and is later less often: at 20 000/s one
 /// worker costs 21 µs a request where two cost 25, results/baselines/vs-http-tools-2026-12-02-issue15.md);
-/// at most one per user.
+/// at most one per user. First-call rounds: one worker, so that every user meets at one
+/// barrier.
 fn workers_for(plan: &Plan, opts: &RunOptions) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let default = match &plan.load.model {
@@ -564,6 +576,8 @@ fn workers_for(plan: &Plan, opts: &RunOptions) -> usize {
             let share = rate.max() / plan.load.shard.count as f64;
             ((share / OPEN_LOOP_RATE_PER_WORKER).ceil() as usize).clamp(1, cores)
         }
+        // First calls go out together from one thread (and, on stdio, into one process).
+        Model::Closed { .. } if plan.load.pattern == crate::scenario::Pattern::FirstCall => 1,
         Model::Closed { .. } => cores,
     };
     opts.workers
@@ -714,6 +728,11 @@ fn context(
         drain: CancellationToken::new(),
         stop: std::sync::atomic::AtomicBool::new(false),
         workers,
+        seen: opts
+            .ab_divergence
+            .as_ref()
+            .map_or_else(Default::default, |(s, _)| s.clone()),
+        ab_target: opts.ab_divergence.as_ref().map(|(_, t)| t.clone()),
         seed: started_wall
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(7, |d| d.as_nanos() as u64)

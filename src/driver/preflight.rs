@@ -214,7 +214,9 @@ impl OnSession for Trials {
         for item in &self.0.workload {
             let template = RequestTemplate::new(item, revision);
             let spec = call_spec(item, revision);
-            let call = s.call(&spec, |buf, id| template.write(item, buf, id, &mut rng));
+            let call = s.call(&spec, |buf, id| {
+                template.write(item, buf, id, &mut rng);
+            });
             let outcome = match tokio::time::timeout(ep.timeout, call).await {
                 Ok(r) => r.outcome,
                 Err(_) => Outcome::Timeout,

@@ -34,7 +34,7 @@ use crate::metrics::collector::{ShardMsg, WorkerEnd};
 use crate::metrics::grid::Grid;
 use crate::metrics::outcome::Outcome;
 use crate::metrics::recorder::{Phase, Recorder};
-use crate::scenario::plan::{Model, OP_INITIALIZE};
+use crate::scenario::plan::{Model, OP_COLD_START, OP_CONNECT, OP_INITIALIZE, Pattern};
 use crate::scenario::{Plan, Sessions};
 use crate::transport::mux::{Connector, MuxSession, Shared};
 use crate::transport::sse_legacy::SseConnector;
@@ -85,6 +85,10 @@ pub struct Ctx {
     pub stop: AtomicBool,
     pub seed: u64,
     pub workers: usize,
+    /// The first answer to each deterministic call (shared by an A/B run's slices).
+    pub seen: Arc<super::divergence::Seen>,
+    /// The A/B target this run is a slice of.
+    pub ab_target: Option<String>,
 }
 
 impl Ctx {
@@ -340,6 +344,91 @@ struct Drive {
     /// (`hang_after`: a request still waiting when a later one was answered is stuck — not
     /// queued behind others, and not a target that answers nothing).
     answered_sent: Cell<Option<Instant>>,
+    /// `pattern = "first_call"`: the barrier of this worker's virtual users.
+    round: Option<Round>,
+}
+
+/// `first_call` rounds: the virtual users of a worker wait for one another twice a round —
+/// every session open (then all first calls go out together), and every call ended (then the
+/// sessions close). The last to arrive ends the round; a user that stops leaves, and a wait
+/// ends with the run.
+struct Round {
+    parties: Cell<usize>,
+    arrived: Cell<usize>,
+    generation: Cell<u64>,
+    notify: tokio::sync::Notify,
+    /// When the last round was released: its first calls were all sent after it.
+    released: Cell<Option<Instant>>,
+}
+
+impl Round {
+    fn new(parties: usize) -> Self {
+        Round {
+            parties: Cell::new(parties),
+            arrived: Cell::new(0),
+            generation: Cell::new(0),
+            notify: tokio::sync::Notify::new(),
+            released: Cell::new(None),
+        }
+    }
+
+    /// Arrives; `None` for the last of the round (which calls [`Round::release`] when it has
+    /// done what ends the round), else the generation to wait on.
+    fn arrive(&self) -> Option<u64> {
+        let a = self.arrived.get() + 1;
+        if a >= self.parties.get() {
+            return None;
+        }
+        self.arrived.set(a);
+        Some(self.generation.get())
+    }
+
+    fn release(&self) {
+        self.released.set(Some(Instant::now()));
+        self.arrived.set(0);
+        self.generation.set(self.generation.get() + 1);
+        self.notify.notify_waiters();
+    }
+
+    /// Waits for the round `generation` to be released; false if the run ended first.
+    async fn wait(&self, generation: u64, ctx: &Ctx) -> bool {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.generation.get() != generation {
+                return true;
+            }
+            tokio::select! {
+                _ = notified => {}
+                // A release at the same moment wins: the round goes ahead as one.
+                _ = tokio::time::sleep_until(ctx.end.into()) => {
+                    return self.generation.get() != generation;
+                }
+                _ = ctx.drain.cancelled() => return self.generation.get() != generation,
+            }
+        }
+    }
+
+    /// Arrives and waits for the others; false if the run ended first.
+    async fn meet(&self, ctx: &Ctx) -> bool {
+        match self.arrive() {
+            None => {
+                self.release();
+                true
+            }
+            Some(g) => self.wait(g, ctx).await,
+        }
+    }
+
+    /// A user that stops: the others no longer wait for it.
+    fn leave(&self) {
+        let p = self.parties.get().saturating_sub(1);
+        self.parties.set(p);
+        if self.arrived.get() > 0 && self.arrived.get() >= p {
+            self.release();
+        }
+    }
 }
 
 /// Runs one worker thread's virtual users to the end; sends its shards to the collector.
@@ -413,6 +502,7 @@ pub fn worker(
             pool: pool.clone(),
             global: vus.clone(),
             answered_sent: Cell::new(None),
+            round: (ctx.plan.load.pattern == Pattern::FirstCall).then(|| Round::new(vus.len())),
         });
         let dispatcher =
             pool.map(|pool| tokio::task::spawn_local(dispatch(drive.clone(), pool, index)));
@@ -537,8 +627,14 @@ pub(crate) async fn release_arrivals(
 /// Virtual users over a multiplexed transport: own connections, or one shared per worker.
 async fn run_mux<C: Connector + 'static>(drive: &Rc<Drive>, n: usize) {
     let ep = drive.ctx.endpoint.clone();
-    // `expect` rules read the answers: keep them.
-    let keep = drive.ctx.checks.iter().any(Option::is_some);
+    // `expect` rules and divergence checks read the answers: keep them.
+    let keep = drive.ctx.checks.iter().any(Option::is_some)
+        || drive
+            .ctx
+            .plan
+            .workload
+            .iter()
+            .any(|w| w.deterministic || w.digest.is_some());
     let kept = move |mut s: MuxSession<C>| {
         if keep {
             s.keep_responses();
@@ -736,6 +832,20 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         _ => true,
     };
     let mut first = true;
+    // A timed replay: this user plays recorded session `global`, from its `next` request,
+    // in pass `pass`.
+    let script = ctx.plan.replay.as_ref().map(|r| {
+        (
+            r.scripts.get(global).map_or(&[][..], |s| s.as_slice()),
+            r.period,
+        )
+    });
+    let (mut next, mut pass) = (0usize, 0u32);
+    let cold = ctx.plan.load.pattern == Pattern::ColdStart;
+    let op_of = |name: &str| ctx.plan.ops.iter().position(|o| o == name).unwrap_or(0);
+    let (op_connect, op_cold) = (op_of(OP_CONNECT), op_of(OP_COLD_START));
+    // Cold start: when this request's session started opening.
+    let mut opened_at: Option<Instant> = None;
     // Everyone starts together, when the clock of the run starts (which may be a while ahead:
     // a start agreed between shards), unless the run is interrupted first.
     tokio::select! {
@@ -753,11 +863,24 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 if !(always_active || wait_active(&ctx, global).await) || !drive.quota.take() {
                     break;
                 }
-                Instant::now()
+                match script {
+                    None => Instant::now(),
+                    Some((s, period)) => {
+                        if next == s.len() {
+                            match period {
+                                Some(_) if !s.is_empty() => (next, pass) = (0, pass + 1),
+                                _ => break,
+                            }
+                        }
+                        let at = s[next].0 + f64::from(pass) * period.unwrap_or(0.0);
+                        ctx.start + Duration::from_secs_f64(at)
+                    }
+                }
             }
         };
-        // Closed loop: `intended` is now; open loop: the arrival (released just now or earlier).
-        let mut now = if drive.pool.is_some() {
+        // Closed loop: `intended` is now; open loop: the arrival (released just now or earlier);
+        // a timed replay: the recorded time (now, or ahead).
+        let mut now = if drive.pool.is_some() || script.is_some() {
             Instant::now()
         } else {
             intended
@@ -820,6 +943,29 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                     watchdog.bounded(t0 + ctx.endpoint.timeout, open).await
                 };
                 untrack();
+                if cold {
+                    // The connection (or process) on its own, then the whole from here.
+                    opened_at = Some(t0);
+                    let connect = match &r {
+                        Ended::Reply(reply) => match reply.connect {
+                            Some(d) => Some((Outcome::Ok, d)),
+                            None if matches!(
+                                reply.outcome,
+                                Outcome::Connect | Outcome::Local(_)
+                            ) =>
+                            {
+                                Some((reply.outcome, reply.done.saturating_duration_since(t0)))
+                            }
+                            None => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some((outcome, d)) = connect {
+                        let mut rb = shards.at(t0 + d);
+                        rb.started(op_connect, phase);
+                        rb.record(op_connect, phase, outcome, d);
+                    }
+                }
                 let (outcome, connected) = finish(shards, OP_INITIALIZE, None, phase, t0, t0, r);
                 if outcome == Outcome::Http(401) {
                     token_due = None;
@@ -853,17 +999,50 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             }
             now = Instant::now();
         }
-        let item_index = ctx.mix.pick(&mut rng);
+        let item_index = if let Some((s, _)) = script {
+            // The recorded time, not before (the session may have opened ahead of it).
+            if intended > now {
+                pause(&ctx, intended - now).await;
+                now = Instant::now();
+                if ctx.stopping(now) {
+                    break;
+                }
+            }
+            next += 1;
+            s[next - 1].1
+        } else if let Some(round) = &drive.round {
+            // Every session open: the first calls go out together (none after the end).
+            if !round.meet(&ctx).await {
+                break;
+            }
+            now = Instant::now();
+            if ctx.stopping(now) {
+                break;
+            }
+            global % ctx.plan.workload.len()
+        } else {
+            ctx.mix.pick(&mut rng)
+        };
         let item = &ctx.plan.workload[item_index];
         let template = &templates[item_index];
         let sent = now;
-        // Closed loop: the request is meant to start now (after any session opening).
-        let intended = if drive.pool.is_some() { intended } else { sent };
+        // Closed loop: the request is meant to start now (after any session opening); a
+        // replayed one when it was recorded (a late start counts in its latency).
+        let intended = if drive.pool.is_some() || script.is_some() {
+            intended
+        } else {
+            sent
+        };
+        let tracked = item.deterministic || item.digest.is_some();
+        let args_key = Cell::new(0u64);
         shards.at(sent).started(item.op, phase);
         track(item.op, phase, intended, tenant);
         let mut r = {
             let mut call = std::pin::pin!(session.call(&specs[item_index], |out, id| {
-                template.write(item, out, id, &mut rng)
+                let args = template.write(item, out, id, &mut rng);
+                if tracked {
+                    args_key.set(super::divergence::args_key(&out[args]));
+                }
             }));
             match ctx.plan.load.hang_after {
                 None => watchdog.bounded(sent + ctx.timeout, call).await,
@@ -871,7 +1050,18 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                 // else it waits on for the timeout (the target as a whole may be slow or
                 // down), and is stuck at the end if a later one was answered by then.
                 Some(h) => {
-                    let progressed = || drive.answered_sent.get().is_some_and(|t| t > sent);
+                    // First calls go out together: any of the round's answered is progress.
+                    let since = drive
+                        .round
+                        .as_ref()
+                        .and_then(|r| r.released.get())
+                        .filter(|r| *r <= sent);
+                    let progressed = || {
+                        drive.answered_sent.get().is_some_and(|t| match since {
+                            Some(r) => t >= r,
+                            None => t > sent,
+                        })
+                    };
                     match watchdog.bounded(sent + h, call.as_mut()).await {
                         Ended::Timeout(at) if progressed() => Ended::Hang(at),
                         Ended::Timeout(_) => match watchdog.bounded(sent + ctx.timeout, call).await
@@ -894,9 +1084,64 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             reply.outcome = Outcome::Assertion;
             broke = Some(why);
         }
+        // A deterministic call answered differently is a divergence.
+        if tracked
+            && broke.is_none()
+            && let Ended::Reply(reply) = &mut r
+            && matches!(reply.outcome, Outcome::Ok | Outcome::ToolError)
+            && let Some(digest) = crate::trace::digest_of_response(session.last_message())
+        {
+            let who = super::divergence::Who {
+                target: ctx.ab_target.clone(),
+                vu: global,
+                session: session.session_id().map(|id| fingerprint(&id)),
+            };
+            let excerpt = || {
+                let m = session.last_message();
+                let at = m
+                    .windows(9)
+                    .position(|w| w == br#""result":"#)
+                    .map_or(0, |i| i + 9);
+                redact(&super::divergence::excerpt(&m[at..]), &ctx.secrets)
+            };
+            let diverged = match &item.digest {
+                Some(recorded) => {
+                    super::divergence::against_recorded(recorded, &digest, &who, &excerpt())
+                }
+                None => ctx
+                    .seen
+                    .check(
+                        &ctx.plan.ops[item.op],
+                        args_key.get(),
+                        &digest,
+                        who,
+                        excerpt,
+                    )
+                    .err(),
+            };
+            if let Some(why) = diverged {
+                reply.outcome = Outcome::Divergence;
+                broke = Some(why);
+            }
+        }
         let expired = matches!(&r, Ended::Reply(reply) if reply.session_expired);
         let hung = matches!(r, Ended::Hang(_));
+        let ended_at = match &r {
+            Ended::Reply(reply) => reply.done,
+            Ended::Timeout(at) | Ended::Hang(at) => *at,
+        };
         let (outcome, connected) = finish(shards, item.op, tenant, phase, intended, sent, r);
+        if let Some(t0) = opened_at.take() {
+            // Cold start: from spawning (or connecting) to the first call's end.
+            let mut rb = shards.at(ended_at);
+            rb.started(op_cold, phase);
+            rb.record(
+                op_cold,
+                phase,
+                outcome,
+                ended_at.saturating_duration_since(t0),
+            );
+        }
         if ctx.plan.load.hang_after.is_some() && outcome.class().is_completed() {
             let latest = drive.answered_sent.get().map_or(sent, |t| t.max(sent));
             drive.answered_sent.set(Some(latest));
@@ -945,6 +1190,28 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             }
             _ => backoff = Backoff(0),
         }
+        if let Some(round) = &drive.round {
+            // Every call ended: the round's sessions close, and the next round opens new ones
+            // (a shared one is let go of by the last to arrive, before anyone reopens it).
+            let shared = ctx.plan.load.sessions == Sessions::Shared;
+            match round.arrive() {
+                None => {
+                    if shared {
+                        session.reset();
+                    }
+                    round.release();
+                }
+                Some(g) => {
+                    if !round.wait(g, &ctx).await {
+                        break;
+                    }
+                }
+            }
+            if !shared {
+                session.close().await;
+                session.reset();
+            }
+        }
         if per_request && session.is_open() {
             session.close().await;
             session.reset();
@@ -957,6 +1224,9 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
             };
             pause(&ctx, d).await;
         }
+    }
+    if let Some(round) = &drive.round {
+        round.leave();
     }
     if !ctx.aborted.load(Ordering::Relaxed) {
         session.close().await;

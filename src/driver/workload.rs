@@ -89,8 +89,15 @@ impl RequestTemplate {
         }
     }
 
+    /// Renders the body into `out`; where its arguments are in `out` (empty for tools/list).
     #[inline]
-    pub fn write<R: Rng>(&self, item: &WorkItem, out: &mut Vec<u8>, id: u64, rng: &mut R) {
+    pub fn write<R: Rng>(
+        &self,
+        item: &WorkItem,
+        out: &mut Vec<u8>,
+        id: u64,
+        rng: &mut R,
+    ) -> std::ops::Range<usize> {
         let mut digits = itoa::Buffer::new();
         let id_text = digits.format(id).as_bytes();
         out.extend_from_slice(&self.a);
@@ -98,13 +105,16 @@ impl RequestTemplate {
             out.extend_from_slice(id_text);
         }
         out.extend_from_slice(&self.b);
+        let start = out.len();
         if self.has_args {
             item.arguments.write(out, rng);
         }
+        let args = start..out.len();
         out.extend_from_slice(&self.c);
         out.extend_from_slice(br#","id":"#);
         out.extend_from_slice(id_text);
         out.push(b'}');
+        args
     }
 }
 

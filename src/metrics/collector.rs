@@ -336,6 +336,10 @@ pub struct Collector {
     pub hlog_error: Option<std::io::Error>,
     /// The target's processes, read as each interval closes.
     sampler: Option<Sampler>,
+    /// Per operation: whether the interval's requests, ok answers and latency count it (the
+    /// workload's requests, not session openings, token requests or cold-start phases, which
+    /// have their own rows; errors count wherever they are).
+    counted: Vec<bool>,
 }
 
 impl Collector {
@@ -362,7 +366,14 @@ impl Collector {
             scratch_service: super::recorder::new_histogram(),
             hlog_error: None,
             sampler: None,
+            counted: Vec::new(),
         }
+    }
+
+    /// Only these operations count in an interval's totals (all do by default).
+    pub fn counting(mut self, counted: Vec<bool>) -> Self {
+        self.counted = counted;
+        self
     }
 
     /// Also writes the time series.
@@ -480,10 +491,14 @@ impl Collector {
         let service = &mut self.scratch_service;
         service.reset();
         snap.ops.reserve_exact(merged.ops.len());
-        for op in &merged.ops {
-            snap.started += op.started;
-            snap.ended += op.counts.total();
-            snap.ok += op.counts.get(Class::Ok);
+        for (i, op) in merged.ops.iter().enumerate() {
+            let counted = self.counted.get(i).copied().unwrap_or(true);
+            if counted {
+                snap.started += op.started;
+                snap.ended += op.counts.total();
+                snap.ok += op.counts.get(Class::Ok);
+            }
+            // A session that cannot open is an error to see, whatever row it is in.
             snap.errors += op.counts.errors();
             let mut row = OpInterval {
                 ok: op.counts.get(Class::Ok),
@@ -491,14 +506,18 @@ impl Collector {
                 ..OpInterval::default()
             };
             if let Some(h) = op.hist(Class::Ok) {
-                let _ = self.scratch.add(h);
+                if counted {
+                    let _ = self.scratch.add(h);
+                }
                 row.p50_us = h.value_at_quantile(0.5);
                 row.p90_us = h.value_at_quantile(0.9);
                 row.p99_us = h.value_at_quantile(0.99);
                 row.p999_us = h.value_at_quantile(0.999);
             }
             snap.ops.push(row);
-            if let Some(h) = op.service.as_ref().filter(|h| !h.is_empty()) {
+            if let Some(h) = op.service.as_ref().filter(|h| !h.is_empty())
+                && counted
+            {
                 let _ = service.add(h);
             }
         }

@@ -19,6 +19,10 @@ pub enum Outcome {
     /// An answer that broke one of the scenario's `expect` rules (a tenant's tool set, a
     /// result field, the tool's output schema): the server answered, wrongly.
     Assertion,
+    /// An answer of a deterministic call (the same tool and arguments) that differs from the
+    /// first answer seen — in another session, under concurrency, through another target of an
+    /// A/B run, or from the recorded answer of a replayed trace.
+    Divergence,
     /// An HTTP status other than the expected one, by status.
     Http(u16),
     /// No complete answer within the request timeout.
@@ -48,6 +52,7 @@ pub enum Class {
     RpcError,
     InputRequired,
     Assertion,
+    Divergence,
     Http,
     Timeout,
     Hang,
@@ -59,13 +64,14 @@ pub enum Class {
 }
 
 impl Class {
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 14;
     pub const ALL: [Class; Class::COUNT] = [
         Class::Ok,
         Class::ToolError,
         Class::RpcError,
         Class::InputRequired,
         Class::Assertion,
+        Class::Divergence,
         Class::Http,
         Class::Timeout,
         Class::Hang,
@@ -83,6 +89,7 @@ impl Class {
             Class::RpcError => "rpc_error",
             Class::InputRequired => "input_required",
             Class::Assertion => "assertion",
+            Class::Divergence => "divergence",
             Class::Http => "http",
             Class::Timeout => "timeout",
             Class::Hang => "hang",
@@ -103,6 +110,7 @@ impl Class {
                 | Class::RpcError
                 | Class::InputRequired
                 | Class::Assertion
+                | Class::Divergence
         )
     }
 }
@@ -115,6 +123,7 @@ impl Outcome {
             Outcome::RpcError(_) => Class::RpcError,
             Outcome::InputRequired => Class::InputRequired,
             Outcome::Assertion => Class::Assertion,
+            Outcome::Divergence => Class::Divergence,
             Outcome::Http(_) => Class::Http,
             Outcome::Timeout => Class::Timeout,
             Outcome::Hang => Class::Hang,
@@ -345,6 +354,7 @@ impl OutcomeCounts {
             push(Outcome::RpcError(code), n);
         }
         push(Outcome::Assertion, self.get(Class::Assertion));
+        push(Outcome::Divergence, self.get(Class::Divergence));
         for &(status, n) in &self.http_statuses {
             push(Outcome::Http(status), n);
         }

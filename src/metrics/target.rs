@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 pub struct Usage {
     /// User + system CPU time since the process started.
     pub cpu: Duration,
+    /// User + system CPU time of its waited-for (exited and reaped) children.
+    pub children_cpu: Duration,
     pub rss_bytes: u64,
     pub fds: u64,
     pub threads: u64,
@@ -75,8 +77,12 @@ struct Spawned {
     alive: BTreeMap<u32, Watched>,
     /// Servers seen in all.
     count: u64,
-    /// CPU time of those that exited.
+    /// CPU time of those that exited and were reaped: what this process's waited-for
+    /// children used (`cutime + cstime`) since the run started — exact even for servers too
+    /// short-lived for any sample to see (a cold start per request).
     exited_cpu: Duration,
+    /// That counter at the last sample (`None` before the first).
+    reaped: Option<Duration>,
     /// The servers alive together: their resident memory at the first and last sample that
     /// found any, and the peaks of their sums.
     rss_first: Option<u64>,
@@ -89,7 +95,10 @@ struct Spawned {
 impl Spawned {
     fn sample(&mut self, ticks: u64, page: u64) -> TargetSample {
         for pid in self.registry.take() {
-            self.alive.insert(pid, Watched::new(pid));
+            // Started during the run: all its CPU time is the run's.
+            let mut w = Watched::new(pid);
+            w.from_zero = true;
+            self.alive.insert(pid, w);
             self.count += 1;
         }
         let mut out = TargetSample::default();
@@ -98,14 +107,24 @@ impl Spawned {
                 out.add(d, u);
             }
         }
-        let exited_cpu = &mut self.exited_cpu;
+        // Servers reaped since the last sample: their whole CPU time moved to this process's
+        // children counter, the part samples saw (up to their last) already counted.
+        let reaped =
+            read(std::process::id(), ticks, page).map_or(Duration::ZERO, |(_, u)| u.children_cpu);
+        let gained = self
+            .reaped
+            .map_or(Duration::ZERO, |r| reaped.saturating_sub(r));
+        self.reaped = Some(reaped);
+        let mut seen = Duration::ZERO;
         self.alive.retain(|_, w| {
-            if w.exited || w.last.is_none() {
-                // Gone (or gone before it could be read): its CPU time up to its last sample.
-                *exited_cpu += w.cpu();
+            let gone = w.exited || w.last.is_none();
+            if gone {
+                seen += w.cpu();
             }
-            !w.exited && w.last.is_some()
+            !gone
         });
+        self.exited_cpu += gained;
+        out.cpu += gained.saturating_sub(seen);
         if out.processes > 0 {
             self.rss_first.get_or_insert(out.rss_bytes);
             self.rss_last = out.rss_bytes;
@@ -194,6 +213,9 @@ struct Watched {
     max_fds: u64,
     max_threads: u64,
     exited: bool,
+    /// Started during the run (a spawned server): its CPU counts from zero, not from the
+    /// first sample.
+    from_zero: bool,
 }
 
 impl Watched {
@@ -207,6 +229,7 @@ impl Watched {
             max_fds: 0,
             max_threads: 0,
             exited: false,
+            from_zero: false,
         }
     }
 
@@ -223,9 +246,12 @@ impl Watched {
         if self.comm.is_empty() {
             self.comm = comm;
         }
-        let delta = self
-            .last
-            .map_or(Duration::ZERO, |l| u.cpu.saturating_sub(l.cpu));
+        let before = match self.last {
+            Some(l) => l.cpu,
+            None if self.from_zero => Duration::ZERO,
+            None => u.cpu,
+        };
+        let delta = u.cpu.saturating_sub(before);
         self.first.get_or_insert(u);
         self.last = Some(u);
         self.peak_rss = self.peak_rss.max(u.rss_bytes);
@@ -236,6 +262,7 @@ impl Watched {
 
     fn cpu(&self) -> Duration {
         match (self.first, self.last) {
+            (_, Some(l)) if self.from_zero => l.cpu,
             (Some(f), Some(l)) => l.cpu.saturating_sub(f.cpu),
             _ => Duration::ZERO,
         }
@@ -325,12 +352,15 @@ fn read(pid: u32, ticks: u64, page: u64) -> Option<(String, Usage)> {
         .map(|d| d.count() as u64)
         .unwrap_or(0);
     let ticks = ticks.max(1);
-    let cpu = Duration::from_secs(s.cpu_ticks / ticks)
-        + Duration::from_nanos((s.cpu_ticks % ticks) * 1_000_000_000 / ticks);
+    let of = |t: u64| {
+        Duration::from_secs(t / ticks) + Duration::from_nanos((t % ticks) * 1_000_000_000 / ticks)
+    };
+    let cpu = of(s.cpu_ticks);
     Some((
         s.comm,
         Usage {
             cpu,
+            children_cpu: of(s.children_ticks),
             rss_bytes: s.rss_pages * page,
             fds,
             threads: s.threads,
@@ -342,6 +372,8 @@ fn read(pid: u32, ticks: u64, page: u64) -> Option<(String, Usage)> {
 struct Stat {
     comm: String,
     cpu_ticks: u64,
+    /// cutime + cstime: CPU time of the waited-for children.
+    children_ticks: u64,
     threads: u64,
     rss_pages: u64,
 }
@@ -359,6 +391,7 @@ fn parse_stat(text: &str) -> Option<Stat> {
     Some(Stat {
         comm,
         cpu_ticks: field(14)? + field(15)?,
+        children_ticks: field(16)? + field(17)?,
         threads: field(20)?,
         rss_pages: field(24)?,
     })
@@ -392,6 +425,7 @@ mod tests {
             Some(Stat {
                 comm: "my (odd) server".into(),
                 cpu_ticks: 325,
+                children_ticks: 0,
                 threads: 7,
                 rss_pages: 2560,
             })

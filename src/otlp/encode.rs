@@ -381,6 +381,8 @@ mod tests {
                 concurrency: 4,
                 arrival: None,
                 release_interval_seconds: None,
+                pattern: None,
+                replay: None,
                 profile: ProfileInfo {
                     start: 4.0,
                     stages: Vec::new(),

@@ -142,11 +142,16 @@ fn tenant_rows(plan: &Plan, totals: &Recorder, seconds: f64) -> Vec<Operation> {
 fn assertions(names: &[String], ops: &[Operation], totals: &Recorder) -> Vec<String> {
     use crate::metrics::outcome::Outcome;
     type Count = fn(&Operation) -> u64;
-    let kinds: [(Outcome, Count, &str); 2] = [
+    let kinds: [(Outcome, Count, &str); 3] = [
         (
             Outcome::Assertion,
             |o| o.outcomes.assertion,
             "answers of {op} broke its expect rules (assertion)",
+        ),
+        (
+            Outcome::Divergence,
+            |o| o.outcomes.divergence,
+            "answers of {op} diverged (the same call answered differently)",
         ),
         (Outcome::Hang, |o| o.outcomes.hang, "requests of {op} hung"),
     ];
@@ -291,6 +296,17 @@ pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
         concurrency: l.concurrency,
         arrival,
         release_interval_seconds: release,
+        pattern: match l.pattern {
+            crate::scenario::Pattern::Steady => None,
+            crate::scenario::Pattern::FirstCall => Some("first_call".into()),
+            crate::scenario::Pattern::ColdStart => Some("cold_start".into()),
+        },
+        replay: plan.replay.as_ref().map(|r| super::summary::ReplayInfo {
+            trace: r.trace.clone(),
+            speed: r.speed,
+            looped: r.period.is_some(),
+            sessions: r.scripts.len(),
+        }),
         profile: ProfileInfo {
             start: profile.start,
             stages: profile

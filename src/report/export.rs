@@ -84,6 +84,7 @@ pub fn prometheus_of(s: &Figures) -> String {
         add("rpc_error", oc.rpc_error.values().sum());
         add("input_required", oc.input_required);
         add("assertion", oc.assertion);
+        add("divergence", oc.divergence);
         add("http", oc.http.values().sum());
         add("timeout", oc.timeout);
         add("hang", oc.hang);

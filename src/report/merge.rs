@@ -51,6 +51,7 @@ fn add_outcomes(a: &mut Outcomes, b: &Outcomes) {
     add_map(&mut a.rpc_error, &b.rpc_error);
     a.input_required += b.input_required;
     a.assertion += b.assertion;
+    a.divergence += b.divergence;
     add_map(&mut a.http, &b.http);
     a.timeout += b.timeout;
     a.hang += b.hang;

@@ -153,6 +153,16 @@ pub struct TargetInfo {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayInfo {
+    pub trace: String,
+    pub speed: f64,
+    #[serde(rename = "loop")]
+    pub looped: bool,
+    /// Recorded sessions, one virtual user each.
+    pub sessions: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LoadInfo {
     /// `closed` (virtual users) or `open` (arrival rate).
     pub model: String,
@@ -164,6 +174,12 @@ pub struct LoadInfo {
     /// Open loop: each worker released the arrivals due at most this often (seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_interval_seconds: Option<f64>,
+    /// `first_call` or `cold_start` rounds (absent: steady).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// A timed replay: the trace and its speed factor (`loop`: replayed again and again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
     /// The load profile: level (virtual users, or requests per second) at the start, then
     /// each stage's duration and the level it ramps to.
     pub profile: ProfileInfo,
@@ -259,6 +275,9 @@ pub struct Outcomes {
     /// Answers that broke an `expect` rule of the scenario.
     #[serde(default)]
     pub assertion: u64,
+    /// Answers of deterministic calls that differ from the first answer seen (or recorded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub divergence: u64,
     /// HTTP status → count.
     pub http: BTreeMap<String, u64>,
     pub timeout: u64,
@@ -292,6 +311,7 @@ impl From<&OutcomeCounts> for Outcomes {
                 .collect(),
             input_required: c.get(Class::InputRequired),
             assertion: c.get(Class::Assertion),
+            divergence: c.get(Class::Divergence),
             http: c
                 .http_statuses
                 .iter()
@@ -510,8 +530,11 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
     let ok = sum(|o| o.outcomes.ok);
     // Errors: everything but ok, tool_error and input_required.
     let rpc_errors = sum(|o| o.outcomes.rpc_error.values().sum());
-    // Cancelled requests (cut short by the generator) are neither errors nor judged.
-    let errors = rpc_errors + failed;
+    // Answers that broke an expect rule or diverged are wrong answers: errors too (as
+    // `OutcomeCounts::errors` counts them). Cancelled requests (cut short by the generator)
+    // are neither errors nor judged.
+    let wrong = sum(|o| o.outcomes.assertion + o.outcomes.divergence);
+    let errors = rpc_errors + failed + wrong;
     let judged = completed + failed;
     let ended = judged + cancelled;
     Totals {

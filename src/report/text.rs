@@ -77,6 +77,7 @@ pub fn outcomes_line(o: &Outcomes) -> String {
     }
     push("input_required".into(), o.input_required);
     push("assertion".into(), o.assertion);
+    push("divergence".into(), o.divergence);
     for (status, n) in &o.http {
         let label = status.parse().map_or_else(
             |_| format!("http({status})"),

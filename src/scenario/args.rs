@@ -176,6 +176,18 @@ impl ArgTemplate {
         t
     }
 
+    /// Arguments that are this JSON value every time (a replayed request's).
+    pub fn json(value: &serde_json::Value) -> Self {
+        let mut t = ArgTemplate {
+            segs: Vec::new(),
+            pool: Vec::new(),
+            gens: Vec::new(),
+            rows: None,
+        };
+        t.lit(value.to_string().as_bytes());
+        t
+    }
+
     fn lit(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;

@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use super::check::{duration, key_hint, one_of, opt_within};
 use super::plan::{
-    Arrival, FindMax, Load, Model, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions, Step,
+    Arrival, FindMax, Load, Model, Pattern, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions, Step,
 };
 use super::raw::{RawFindMax, RawLoad, RawStage};
 use super::{ScenarioError, Source};
@@ -61,6 +61,43 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
             one_of(src, s, "session mode", "load.sessions", &options)?
         }
     };
+    let pattern = match &raw.pattern {
+        None => Pattern::Steady,
+        Some(p) => {
+            let options = [
+                ("steady", Pattern::Steady),
+                ("first_call", Pattern::FirstCall),
+                ("cold_start", Pattern::ColdStart),
+            ];
+            let pattern = one_of(src, p, "pattern", "load.pattern", &options)?;
+            if open && pattern != Pattern::Steady {
+                return Err(src.error(
+                    p.span(),
+                    "first_call and cold_start rounds run virtual users (the closed model)",
+                    Some("remove model = \"open\" and set concurrency".into()),
+                ));
+            }
+            pattern
+        }
+    };
+    let sessions = match (pattern, &raw.sessions) {
+        (Pattern::ColdStart, Some(s)) if sessions != Sessions::PerRequest => {
+            return Err(src.error(
+                s.span(),
+                "a cold start opens a session per request",
+                Some("remove `sessions` (cold_start implies \"per-request\")".into()),
+            ));
+        }
+        (Pattern::ColdStart, _) => Sessions::PerRequest,
+        (Pattern::FirstCall, Some(s)) if sessions == Sessions::PerRequest => {
+            return Err(src.error(
+                s.span(),
+                "first_call rounds open their sessions once per round",
+                Some("sessions = \"per-vu\" (a session each) or \"shared\" (stdio: one process for all)".into()),
+            ));
+        }
+        _ => sessions,
+    };
     let workers = opt_within(src, &raw.workers, 1, Some(1024), "load.workers")?;
     let duration = profile.duration();
     let (model, concurrency) = if open {
@@ -77,6 +114,9 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
             .map_or(concurrency, |q| q as usize),
     };
     let hang_after = match &raw.hang_after {
+        // A first call that deadlocks is what first_call rounds look for: without a
+        // hang_after, half the timeout.
+        None if pattern == Pattern::FirstCall => Some(timeout / 2),
         None => None,
         Some(h) => {
             let d = super::check::duration(src, h, "load.hang_after")?;
@@ -105,6 +145,7 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         think: think(src, raw)?,
         workers: workers.map(|w| w as usize),
         sessions,
+        pattern,
         shard: super::shard::Shard::WHOLE,
     })
 }

@@ -18,6 +18,7 @@ mod locate;
 pub mod overrides;
 pub mod plan;
 pub mod raw;
+mod replay;
 pub mod shard;
 mod target;
 pub mod thresholds;
@@ -30,7 +31,8 @@ use std::path::Path;
 pub use check::closest;
 pub use overrides::{Override, load_with};
 pub use plan::{
-    Connection, Embedded, Load, Method, Plan, ProtocolChoice, Remote, Sessions, Target, WorkItem,
+    Connection, Embedded, Load, Method, Pattern, Plan, ProtocolChoice, Remote, Replay, Sessions,
+    Target, WorkItem,
 };
 pub use shard::Shard;
 pub use target::parse_url;

@@ -30,7 +30,42 @@ pub struct Plan {
     /// `[[targets]]` and `[ab]`: several targets compared under identical load instead of one
     /// run (`target` is then the first, the baseline).
     pub ab: Option<Ab>,
+    /// `[replay]` with `mode = "timing"`: each recorded session's requests at their recorded
+    /// times (the workload is the trace's distinct requests).
+    pub replay: Option<Replay>,
 }
+
+/// A trace replayed with its timing: virtual user `i` plays recorded session `i`.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The trace file, as the scenario names it.
+    pub trace: String,
+    /// Per recorded session: (seconds from the start of the run, workload entry), in order.
+    /// Times are already divided by the speed factor.
+    pub scripts: std::sync::Arc<Vec<Vec<(f64, usize)>>>,
+    /// Looping: the length of one pass (seconds); `None`: one pass, then the users stop.
+    pub period: Option<f64>,
+    pub speed: f64,
+}
+
+/// What a virtual user does in a round (`[load] pattern`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Sessions stay open and carry request after request.
+    Steady,
+    /// Rounds: every virtual user opens a new session (stdio: they share one new process),
+    /// waits until all have initialized, then all send their first call together — user `i`
+    /// calls workload entry `i mod entries` — and the sessions close when every call ended.
+    FirstCall,
+    /// Every request opens a new session (spawn or connect, initialize), sends one call and
+    /// closes; the connection, the handshake, the first call and the whole are timed apart.
+    ColdStart,
+}
+
+/// The operation that times connecting (or spawning) in a cold start.
+pub const OP_CONNECT: &str = "connect";
+/// The operation that times a whole cold start: spawn or connect to the first call's answer.
+pub const OP_COLD_START: &str = "cold_start";
 
 /// An A/B comparison: short slices of identical load alternate between the targets.
 #[derive(Debug, Clone)]
@@ -236,7 +271,7 @@ pub const OP_OAUTH: &str = "oauth/token";
 /// Whether operation `i` named `name` is one the workload sends (not the session opening,
 /// not a token request).
 pub fn is_workload_op(i: usize, name: &str) -> bool {
-    i != OP_INITIALIZE && name != OP_OAUTH
+    i != OP_INITIALIZE && name != OP_OAUTH && name != OP_CONNECT && name != OP_COLD_START
 }
 
 /// One client's credentials: headers (values are secrets) and the tenant they belong to.
@@ -335,6 +370,7 @@ pub struct Load {
     /// Generator threads; `None` picks one per core, at most one per virtual user.
     pub workers: Option<usize>,
     pub sessions: Sessions,
+    pub pattern: Pattern,
     /// The part of the scenario this process runs (`--shard I/N`); `concurrency`, `requests`
     /// and `max_queued` above are already its share ([`Plan::sharded`]).
     pub shard: super::shard::Shard,
@@ -453,6 +489,11 @@ pub struct WorkItem {
     pub arguments_place: Option<Place>,
     /// `expect`: what every answer must hold; one that does not is an `assertion` outcome.
     pub expect: Option<Expect>,
+    /// The same arguments always get the same answer: one that differs from the first seen is
+    /// a `divergence`.
+    pub deterministic: bool,
+    /// A replayed trace's recorded answer (its digest): one that differs is a `divergence`.
+    pub digest: Option<String>,
 }
 
 /// Rules an answer must hold (`[workload.expect]`). Pointers (RFC 6901) are into the
@@ -586,7 +627,7 @@ pub(crate) fn build(
             Some("add:\n    [load]\n    concurrency = 16\n    duration = \"30s\"".into()),
         )
     })?;
-    let load = load::load(src, load_raw)?;
+    let mut load = load::load(src, load_raw)?;
     if let Target::Remote(r) = &target
         && (!r.credentials.is_empty() || r.oauth.is_some())
         && load.sessions == Sessions::Shared
@@ -598,7 +639,15 @@ pub(crate) fn build(
             Some("sessions = \"per-vu\" (the default) or \"per-request\"".into()),
         ));
     }
-    if raw.workload.is_empty() {
+    if let (Some(r), Some(w)) = (&raw.replay, raw.workload.first()) {
+        return Err(src.error_at_key(
+            w.span(),
+            "workload",
+            "[replay] makes the workload from its trace; [[workload]] entries beside it would be ignored",
+            Some(format!("remove the [[workload]] entries, or the [replay] at line {}", line_of(src, r.span().start))),
+        ));
+    }
+    if raw.workload.is_empty() && raw.replay.is_none() {
         return Err(src.error_at_key(
             src.text.len()..src.text.len(),
             "workload",
@@ -614,11 +663,44 @@ pub(crate) fn build(
     for w in &raw.workload {
         workload.push(workload::work_item(src, w, &mut ops, env)?);
     }
+    let mut replay = None;
+    if let Some(r) = &raw.replay {
+        if let Some(p) = &load_raw.get_ref().pattern
+            && load.pattern != Pattern::Steady
+        {
+            return Err(src.error(
+                p.span(),
+                "a replay sends the trace's requests; first_call and cold_start rounds send the workload's",
+                Some("remove `pattern`".into()),
+            ));
+        }
+        let got = super::replay::replay(src, r, &mut ops)?;
+        workload = got.workload;
+        if let Some(timing) = got.timing {
+            replay_load(src, load_raw, &mut load, &timing)?;
+            replay = Some(timing);
+        }
+    }
+    if load.pattern == Pattern::ColdStart {
+        ops.push(OP_CONNECT.to_string());
+        ops.push(OP_COLD_START.to_string());
+    }
     let find_max = raw
         .find_max
         .as_ref()
         .map(|f| load::find_max(src, f, &load))
         .transpose()?;
+    if let (Some(f), Some(r)) = (&raw.find_max, &replay) {
+        return Err(src.error_at_key(
+            f.span(),
+            "find_max",
+            format!(
+                "a timed replay's load is its trace's ({}); find_max would change it",
+                r.trace
+            ),
+            Some("replay with mode = \"weighted\" to search under [find_max], or remove it".into()),
+        ));
+    }
     let ab = match (&raw.ab, named.is_empty()) {
         (Some(a), true) => {
             return Err(src.error_at_key(
@@ -647,7 +729,52 @@ pub(crate) fn build(
         find_max,
         thresholds,
         ab,
+        replay,
     })
+    .map(|mut p: Plan| {
+        // First calls race inside one server process: on stdio (a process per session) the
+        // users share one unless the scenario says otherwise.
+        if p.load.pattern == Pattern::FirstCall
+            && load_raw.get_ref().sessions.is_none()
+            && p.connection().transport == TransportKind::Stdio
+        {
+            p.load.sessions = Sessions::Shared;
+        }
+        p
+    })
+}
+
+/// A timed replay's load: a virtual user per recorded session, for the `[load]`'s duration
+/// (an upper bound unless the replay loops).
+fn replay_load(
+    src: &Source<'_>,
+    l: &Spanned<super::raw::RawLoad>,
+    load: &mut Load,
+    r: &Replay,
+) -> Result<(), ScenarioError> {
+    let raw = l.get_ref();
+    let refused = [
+        (raw.concurrency.as_ref().map(|s| s.span()), "concurrency"),
+        (raw.model.as_ref().map(|s| s.span()), "model"),
+        (raw.rate.as_ref().map(|s| s.span()), "rate"),
+        (raw.think.as_ref().map(|s| s.span()), "think"),
+        (raw.stages.first().map(|s| s.span()), "stages"),
+    ];
+    if let Some((span, key)) = refused.into_iter().find_map(|(s, k)| Some((s?, k))) {
+        return Err(src.error(
+            span,
+            format!(
+                "a timed replay sets the load from its trace ({} sessions at their recorded times); `{key}` would change it",
+                r.scripts.len()
+            ),
+            Some(format!("remove `{key}`, or replay with mode = \"weighted\" under this [load]")),
+        ));
+    }
+    load.concurrency = r.scripts.len();
+    load.model = Model::Closed {
+        vus: Profile::constant(r.scripts.len() as f64, load.duration),
+    };
+    Ok(())
 }
 
 /// `[[targets]]`: at least two, each named (names unique, fit for a directory), none beside

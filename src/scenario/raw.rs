@@ -21,6 +21,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub workload: Vec<Spanned<RawWorkload>>,
     pub find_max: Option<Spanned<RawFindMax>>,
+    /// Replays a recorded trace instead of (timing) or as (weighted) the workload.
+    pub replay: Option<Spanned<RawReplay>>,
     /// Read by `thresholds`: metric = "condition", or an operation's table of them.
     pub thresholds: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
 }
@@ -159,6 +161,7 @@ pub struct RawLoad {
     pub think: Option<Spanned<String>>,
     pub workers: Option<Spanned<u32>>,
     pub sessions: Option<Spanned<String>>,
+    pub pattern: Option<Spanned<String>>,
     #[serde(default)]
     pub stages: Vec<Spanned<RawStage>>,
 }
@@ -181,6 +184,19 @@ pub struct RawWorkload {
     pub rows: Option<Spanned<String>>,
     pub arguments: Option<Spanned<toml::Table>>,
     pub expect: Option<Spanned<RawExpect>>,
+    pub deterministic: Option<Spanned<bool>>,
+}
+
+/// `[replay]`: a trace written by `mcpbench record` (or converted from an audit log).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReplay {
+    pub trace: Spanned<String>,
+    pub mode: Option<Spanned<String>>,
+    pub speed: Option<Spanned<f64>>,
+    #[serde(rename = "loop")]
+    pub looped: Option<Spanned<bool>>,
+    pub check: Option<Spanned<bool>>,
 }
 
 /// `expect` of a workload entry: what every answer must hold.
@@ -200,7 +216,7 @@ pub struct RawExpect {
 /// the same keys; tests/scenario_schema.rs holds the three to one another.
 #[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
-    ("", &["name", "description", "target", "targets", "ab", "embedded", "load", "workload", "find_max", "thresholds"]),
+    ("", &["name", "description", "target", "targets", "ab", "embedded", "load", "workload", "find_max", "replay", "thresholds"]),
     ("target", TARGET_KEYS),
     ("target.oauth", OAUTH_KEYS),
     ("target.credentials", CREDENTIAL_KEYS),
@@ -211,10 +227,11 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("targets.tls", TLS_KEYS),
     ("ab", &["slice", "pairs", "levels"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
-    ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "release_interval", "max_queued", "duration", "requests", "warmup", "timeout", "hang_after", "think", "workers", "sessions", "stages"]),
+    ("load", &["model", "concurrency", "rate", "arrival", "max_in_flight", "release_interval", "max_queued", "duration", "requests", "warmup", "timeout", "hang_after", "think", "workers", "sessions", "pattern", "stages"]),
     ("load.stages", &["duration", "rate", "concurrency"]),
-    ("workload", &["method", "tool", "weight", "progress", "rows", "arguments", "expect"]),
+    ("workload", &["method", "tool", "weight", "progress", "rows", "arguments", "expect", "deterministic"]),
     ("workload.expect", &["is_error", "present", "equals", "output_schema", "tools", "tenant_tools"]),
+    ("replay", &["trace", "mode", "speed", "loop", "check"]),
     ("find_max", &["search", "start", "step", "factor", "max", "step_duration", "precision", "confirm_duration", "p99", "error_rate"]),
 ];
 

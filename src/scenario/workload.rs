@@ -58,6 +58,8 @@ pub(super) fn work_item(
         place,
         arguments_place: raw.arguments.as_ref().map(|a| src.place(a.span())),
         expect,
+        deterministic: raw.deterministic.as_ref().is_some_and(|d| *d.get_ref()),
+        digest: None,
     })
 }
 

@@ -220,6 +220,8 @@ pub struct Reply {
     pub session_expired: bool,
     /// A connection (or process) was opened for this exchange.
     pub connected: bool,
+    /// How long opening it took (TCP/TLS connect, or spawning the process), when it was.
+    pub connect: Option<Duration>,
     /// The server kept the SSE stream open after the response; the connection was dropped.
     pub lingered: bool,
     /// The time the response's timing header reported ([`Endpoint::timing`]).
@@ -238,6 +240,7 @@ impl Reply {
             streamed: false,
             session_expired: false,
             connected: false,
+            connect: None,
             lingered: false,
             upstream: None,
             retry_after: None,

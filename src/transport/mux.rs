@@ -44,6 +44,9 @@ struct Slot {
     done: Option<Instant>,
     first_event: Option<Instant>,
     events: u32,
+    /// The response, while responses are kept: each request's own, however many are in
+    /// flight on the connection (shared sessions).
+    message: Option<Vec<u8>>,
 }
 
 /// The in-flight table of one connection.
@@ -58,7 +61,9 @@ pub struct Mux {
     closed: Cell<Option<Outcome>>,
     codec: Codec,
     stats: Cell<TransportCounts>,
-    /// Keep a copy of the last response message (preflight reads tools/list results).
+    /// Keep a copy of each response (preflight reads tools/list results; `expect` rules and
+    /// divergence checks read answers): `last` is the one of the request whose wait ended
+    /// last.
     keep: Cell<bool>,
     last: RefCell<Vec<u8>>,
     /// The last ids given up on (timed out), so that an answer to one is told apart from a
@@ -157,6 +162,9 @@ impl Mux {
                 return Poll::Ready(Reply::new(Outcome::Io));
             }
             if slot.state == State::Done {
+                if let Some(m) = slot.message.take() {
+                    *self.last.borrow_mut() = m;
+                }
                 let mut r = Reply::new(slot.outcome.unwrap_or(Outcome::Io));
                 r.done = slot.done.unwrap_or(r.done);
                 r.first_event = slot.first_event;
@@ -180,13 +188,15 @@ impl Mux {
         reply
     }
 
-    /// Ends the request `id` with `outcome`; false if no request is waiting for it.
-    fn complete(&self, id: u64, outcome: Outcome) -> bool {
+    /// Ends the request `id` with `outcome` (and its message, when kept); false if no request
+    /// is waiting for it.
+    fn complete(&self, id: u64, outcome: Outcome, message: Option<Vec<u8>>) -> bool {
         let mut slots = self.slots.borrow_mut();
         let slot = &mut slots[(id & self.mask) as usize];
         if slot.id == id && slot.state == State::Waiting {
             slot.state = State::Done;
             slot.outcome = Some(outcome);
+            slot.message = message;
             slot.done = Some(Instant::now());
             slot.events += 1;
             if let Some(w) = slot.waker.take() {
@@ -274,20 +284,18 @@ impl Mux {
         };
         match response {
             Some((n, outcome)) => {
-                let completed = match u64::try_from(n) {
-                    Ok(id) => self.complete(id, outcome),
+                // Only a response that completes a request is kept, with that request: a
+                // notification, a late answer, another session's traffic or another user's
+                // answer on a shared connection must not replace it.
+                match u64::try_from(n) {
+                    Ok(id) => {
+                        self.complete(id, outcome, original);
+                    }
                     Err(_) => {
                         let mut st = self.stats.get();
                         st.unmatched += 1;
                         self.stats.set(st);
-                        false
                     }
-                };
-                // Only a response that completes a request is kept: a notification, a late
-                // answer or another session's traffic arriving before the caller reads it must
-                // not replace it.
-                if completed && let Some(original) = original {
-                    *self.last.borrow_mut() = original;
                 }
             }
             None => {
@@ -784,11 +792,14 @@ impl<C: Connector> Session for MuxSession<C> {
                 Some(c) => c,
                 None => {
                     let capacity = self.capacity;
+                    let t0 = std::time::Instant::now();
                     match C::connect(&self.ep, capacity).await {
                         Ok(c) => {
+                            let connect = t0.elapsed();
                             self.set_current(Some(c.clone()));
                             let mut r = self.handshake(&c).await;
                             r.connected = true;
+                            r.connect = Some(connect);
                             return r;
                         }
                         Err(o) => return Reply::new(o),
@@ -971,6 +982,18 @@ mod tests {
         assert_eq!(mux.wait(a).await.outcome, Outcome::Ok);
         assert_eq!(&*mux.last_message(), response.as_bytes(), "{codec:?}");
         assert_eq!(mux.stats().unmatched, 1);
+
+        // Two requests in flight on one connection (a shared session), answered before either
+        // waiter runs: each waiter reads its own answer, not the last one to arrive.
+        let (b, c) = (mux.register().unwrap(), mux.register().unwrap());
+        let rb = format!(r#"{{"jsonrpc":"2.0","id":{b},"result":{{"text":"b"}}}}"#);
+        let rc = format!(r#"{{"jsonrpc":"2.0","id":{c},"result":{{"text":"c"}}}}"#);
+        mux.deliver(&mut rb.clone().into_bytes(), &mut answer);
+        mux.deliver(&mut rc.clone().into_bytes(), &mut answer);
+        mux.wait(b).await;
+        assert_eq!(&*mux.last_message(), rb.as_bytes(), "{codec:?}");
+        mux.wait(c).await;
+        assert_eq!(&*mux.last_message(), rc.as_bytes(), "{codec:?}");
     }
 
     #[tokio::test]

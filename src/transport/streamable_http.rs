@@ -452,11 +452,14 @@ impl HttpSession {
             self.dirty = false;
         }
         let mut connected = false;
+        let mut connect = None;
         if self.closed_while_idle() || !self.conn_usable() {
+            let t0 = Instant::now();
             if let Err(o) = self.connect().await {
                 return Reply::new(o);
             }
             connected = true;
+            connect = Some(t0.elapsed());
         }
         let id = self.take_id();
         if expect_response {
@@ -482,6 +485,7 @@ impl HttpSession {
         self.dirty = false;
         self.idle_since = Some(reply.done);
         reply.connected = connected;
+        reply.connect = reply.connect.or(connect);
         reply
     }
 

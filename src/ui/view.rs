@@ -764,6 +764,7 @@ fn outcomes_panel(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
     push("tool_error".into(), o.tool_error, theme.warn());
     push("input_required".into(), o.input_required, theme.warn());
     push("assertion".into(), o.assertion, theme.bad());
+    push("divergence".into(), o.divergence, theme.bad());
     for (code, n) in &o.rpc_error {
         push(format!("rpc {code}"), *n, theme.bad());
     }
