@@ -1,5 +1,5 @@
-//! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `validate`,
-//! `probe`, `completions`, `man`, `schema`, `doctor`, `mcp`.
+//! Command-line interface: `run`, `init`, `report`, `compare`, `merge`, `serve`, `record`,
+//! `trace`, `validate`, `probe`, `completions`, `man`, `schema`, `doctor`, `mcp`.
 //!
 //! Exit codes ([`EXIT_FAILED`], [`EXIT_ERROR`]): 0 success (a run stopped from the dashboard
 //! included); 1 the target failed a check (thresholds breached by a run or a merged result, a
@@ -80,55 +80,56 @@ pub enum Command {
     /// Serve the reference MCP server: Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages,
     /// WebSocket at /ws (subprotocol mcp); or one session on stdin/stdout with --stdio.
     Serve {
-        /// Address to listen on; loopback unless you say otherwise.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: SocketAddr,
+        #[command(flatten)]
+        front: FrontArgs,
         /// Base URL of the REST backend for REST-backed tools; without it a mock backend is
         /// started in-process on 127.0.0.1.
         #[arg(long)]
         backend: Option<String>,
-        /// Answer requests as JSON or as SSE streams.
-        #[arg(long, default_value = "json")]
-        response: ResponseMode,
         /// Synthetic tools added to tools/list.
         #[arg(long, default_value_t = 0)]
         catalog: usize,
         /// Tools per tools/list page.
         #[arg(long, default_value_t = 100)]
         page_size: usize,
-        /// Extra host names accepted in Host and Origin headers (`*` accepts any).
-        #[arg(long = "allow-host")]
-        allow_hosts: Vec<String>,
-        /// Runtime threads.
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Serve one MCP session on stdin/stdout (one JSON message per line) instead of
-        /// listening; exits when stdin closes.
-        #[arg(long, conflicts_with_all = ["listen", "tls_cert", "tls_key"])]
-        stdio: bool,
-        /// Serve HTTPS/WSS (ALPN h2 and http/1.1) with this PEM certificate chain.
-        #[arg(long, value_name = "FILE", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The PEM private key of --tls-cert.
-        #[arg(long, value_name = "FILE", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// Mutual TLS: require client certificates signed by a CA in this PEM file (a policy
-        /// maps their subject CN or DNS names to tenants with `certs`).
-        #[arg(long, value_name = "FILE", requires = "tls_cert")]
-        tls_client_ca: Option<PathBuf>,
-        /// With --tls-client-ca: also accept clients without a certificate (tokens then).
-        #[arg(long, requires = "tls_client_ca")]
-        tls_client_optional: bool,
         /// Also serve the official conformance suite's fixtures: `test_*` tools, prompts,
         /// resources, completions and logging (the benchmark catalog is unchanged).
         #[arg(long)]
         conformance: bool,
-        /// Connections open at once (WebSockets included); one more is answered 503 with
-        /// Retry-After and closed.
-        #[arg(long, value_name = "N", default_value_t = server::Config::default().max_connections)]
-        max_connections: usize,
         #[command(flatten)]
         gateway: GatewayArgs,
+    },
+    /// Record what MCP clients do: a transparent proxy in front of one upstream server (any
+    /// transport) that clients reach like `serve` (Streamable HTTP at /mcp, HTTP+SSE, WebSocket,
+    /// or stdio), writing every tools/list and tools/call to a trace (JSON Lines) as it
+    /// completes: arrival time, session, params, digest of the result, latency, outcome.
+    /// Secret-looking values are redacted. Stop it with Ctrl-C (or EOF on stdin with --stdio);
+    /// the trace is complete either way. Replay it with a scenario's `[replay]` table.
+    #[command(after_help = "Examples:\n  \
+        mcpbench record --upstream http://127.0.0.1:3000/mcp --out session.trace.jsonl\n  \
+        mcpbench record --upstream 'stdio:python server.py' --out t.jsonl --listen 127.0.0.1:9000\n  \
+        mcpbench record --stdio --upstream ws://127.0.0.1:3000/ws --out t.jsonl")]
+    Record {
+        /// The server to record: http(s)://… (Streamable HTTP, either era), sse+http(s)://…
+        /// (HTTP+SSE), ws(s)://… or stdio:COMMAND ARGS…. Its tools keep their names.
+        #[arg(long, value_name = "TARGET")]
+        upstream: String,
+        /// The trace to write (replaced if it exists).
+        #[arg(long, short, value_name = "FILE")]
+        out: PathBuf,
+        /// Write arguments as received, secrets included (the trace is then refused by
+        /// readers until `mcpbench trace redact` has run on it).
+        #[arg(long)]
+        keep_secrets: bool,
+        #[command(flatten)]
+        front: FrontArgs,
+        #[command(flatten)]
+        upstream_args: UpstreamArgs,
+    },
+    /// Work with traces (what `mcpbench record` writes, what a scenario's `[replay]` reads).
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
     },
     /// Connect to a server, list its tools and write a starter scenario that calls each one
     /// with arguments made from its input schema (tools that fail a trial call are written
@@ -269,6 +270,38 @@ pub enum Command {
         Try it by hand with the MCP Inspector:\n  \
         npx @modelcontextprotocol/inspector --cli mcpbench mcp --method tools/list")]
     Mcp(crate::agent::McpOptions),
+}
+
+/// `mcpbench trace …`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Convert a gateway's audit log (`mcpbench serve --audit FILE`) into a trace:
+    /// invocations become tools/call entries and discoveries tools/list, at their arrival
+    /// times, in the sessions the log names. The log needs the arguments
+    /// (`--audit-arguments`) unless --empty-arguments. Denied and rate-limited calls are left
+    /// out (and counted).
+    #[command(name = "from-audit")]
+    FromAudit {
+        /// The audit log (JSON lines).
+        audit: PathBuf,
+        /// The trace to write.
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+        /// Replay calls whose arguments were not logged (`"[redacted]"`) with `{}`.
+        #[arg(long)]
+        empty_arguments: bool,
+    },
+    /// Replace secret-looking values in a trace's params with `"[redacted]"`, in place.
+    Redact {
+        /// The trace.
+        file: PathBuf,
+    },
+    /// Summarise a trace: requests, sessions, span, and per method and tool the requests and
+    /// their outcomes.
+    Show {
+        /// The trace.
+        file: PathBuf,
+    },
 }
 
 /// Changes to the scenario without editing it; checked like the file (errors name the flag).
@@ -745,39 +778,34 @@ pub fn execute(cli: Cli) -> ExitCode {
             )
         }
         Command::Serve {
-            listen,
+            front,
             backend,
-            response,
             catalog,
             page_size,
-            allow_hosts,
-            threads,
-            stdio,
-            tls_cert,
-            tls_key,
-            tls_client_ca,
-            tls_client_optional,
             conformance,
-            max_connections,
             gateway,
         } => serve(Serve {
-            listen,
+            front,
             backend,
-            response,
             catalog,
             page_size,
-            allow_hosts,
-            threads,
-            stdio,
-            tls: tls_cert.zip(tls_key),
-            clients: tls_client_ca.map(|ca| server::tls::ClientAuth {
-                ca,
-                optional: tls_client_optional,
-            }),
             conformance,
-            max_connections,
             gateway,
         }),
+        Command::Record {
+            upstream,
+            out,
+            keep_secrets,
+            front,
+            upstream_args,
+        } => record(Record {
+            upstream,
+            out,
+            keep_secrets,
+            front,
+            upstream_args,
+        }),
+        Command::Trace { command } => trace(command),
     }
 }
 
@@ -1056,21 +1084,90 @@ fn watch_signals(interrupt: driver::Interrupt, display: Display) {
 
 /// `serve`'s options.
 struct Serve {
-    listen: SocketAddr,
+    front: FrontArgs,
     backend: Option<String>,
-    response: ResponseMode,
     catalog: usize,
     page_size: usize,
-    allow_hosts: Vec<String>,
-    threads: Option<usize>,
-    stdio: bool,
-    /// Certificate chain and key (PEM).
-    tls: Option<(PathBuf, PathBuf)>,
-    /// Client certificates asked for (mutual TLS).
-    clients: Option<server::tls::ClientAuth>,
     conformance: bool,
-    max_connections: usize,
     gateway: GatewayArgs,
+}
+
+/// `record`'s options.
+struct Record {
+    upstream: String,
+    out: PathBuf,
+    keep_secrets: bool,
+    front: FrontArgs,
+    upstream_args: UpstreamArgs,
+}
+
+/// How `serve` and `record` take their clients: on an address (Streamable HTTP, HTTP+SSE,
+/// WebSocket; TLS if asked) or on stdin/stdout.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FrontArgs {
+    /// Address to listen on; loopback unless you say otherwise.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Answer requests as JSON or as SSE streams.
+    #[arg(long, default_value = "json")]
+    response: ResponseMode,
+    /// Extra host names accepted in Host and Origin headers (`*` accepts any).
+    #[arg(long = "allow-host")]
+    allow_hosts: Vec<String>,
+    /// Runtime threads.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Serve one MCP session on stdin/stdout (one JSON message per line) instead of
+    /// listening; exits when stdin closes.
+    #[arg(long, conflicts_with_all = ["listen", "tls_cert", "tls_key"])]
+    stdio: bool,
+    /// Serve HTTPS/WSS (ALPN h2 and http/1.1) with this PEM certificate chain.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Mutual TLS: require client certificates signed by a CA in this PEM file (a policy
+    /// maps their subject CN or DNS names to tenants with `certs`).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// With --tls-client-ca: also accept clients without a certificate (tokens then).
+    #[arg(long, requires = "tls_client_ca")]
+    tls_client_optional: bool,
+    /// Connections open at once (WebSockets included); one more is answered 503 with
+    /// Retry-After and closed.
+    #[arg(long, value_name = "N", default_value_t = server::Config::default().max_connections)]
+    max_connections: usize,
+}
+
+impl FrontArgs {
+    fn threads(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+    }
+
+    /// The server settings these make (TLS loaded).
+    fn configure(&self, config: &mut server::Config) -> Result<(), String> {
+        config.response = self.response;
+        config.max_connections = self.max_connections;
+        config
+            .allowed_hosts
+            .extend(self.allow_hosts.iter().cloned());
+        if let Some((cert, key)) = self.tls_cert.as_ref().zip(self.tls_key.as_ref()) {
+            let clients = self
+                .tls_client_ca
+                .clone()
+                .map(|ca| server::tls::ClientAuth {
+                    ca,
+                    optional: self.tls_client_optional,
+                });
+            config.tls = Some(
+                server::tls::load_pem_with(cert, key, clients.as_ref())
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(())
+    }
 }
 
 /// `serve` as a gateway: upstreams, tenants, audit.
@@ -1082,6 +1179,27 @@ pub struct GatewayArgs {
     /// stdio:COMMAND ARGS…. Repeat for several.
     #[arg(long = "upstream", value_name = "NAME=TARGET")]
     upstreams: Vec<String>,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
+    /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
+    /// see docs/gateway.md). Requests without a valid token get 401.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Write audit events (discovery, invocation, error) as JSON lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Write call arguments into the audit log (default: "[redacted]").
+    #[arg(long, requires = "audit")]
+    audit_arguments: bool,
+    /// Wait this long before every tool call, to within microseconds (to check what an A/B
+    /// comparison reports; the last 3 ms are spent yielding, so it costs CPU).
+    #[arg(long, value_name = "DURATION", value_parser = mcpbench_knobs::parse_duration)]
+    inject_delay: Option<Duration>,
+}
+
+/// How the gateway (`serve --upstream`, `record`) reaches its upstreams.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UpstreamArgs {
     /// Pooled sessions per upstream on each upstream I/O thread.
     #[arg(long, value_name = "N", default_value_t = 32)]
     upstream_pool: usize,
@@ -1098,20 +1216,43 @@ pub struct GatewayArgs {
     /// …with this PEM private key.
     #[arg(long, value_name = "FILE", requires = "upstream_cert")]
     upstream_key: Option<PathBuf>,
-    /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
-    /// see docs/gateway.md). Requests without a valid token get 401.
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
-    /// Write audit events (discovery, invocation, error) as JSON lines to FILE.
-    #[arg(long, value_name = "FILE")]
-    audit: Option<PathBuf>,
-    /// Write call arguments into the audit log (default: "[redacted]").
-    #[arg(long, requires = "audit")]
-    audit_arguments: bool,
-    /// Wait this long before every tool call, to within microseconds (to check what an A/B
-    /// comparison reports; the last 3 ms are spent yielding, so it costs CPU).
-    #[arg(long, value_name = "DURATION", value_parser = mcpbench_knobs::parse_duration)]
-    inject_delay: Option<Duration>,
+}
+
+impl UpstreamArgs {
+    fn tls(&self) -> crate::gateway::UpstreamTls {
+        crate::gateway::UpstreamTls {
+            trust: self.upstream_ca.clone().map_or(
+                crate::transport::net::Trust::System,
+                crate::transport::net::Trust::CaFile,
+            ),
+            identity: self
+                .upstream_cert
+                .clone()
+                .zip(self.upstream_key.clone())
+                .map(|(cert, key)| crate::transport::net::IdentityFiles { cert, key }),
+        }
+    }
+
+    fn options(&self, threads: usize) -> crate::gateway::GatewayOptions {
+        crate::gateway::GatewayOptions {
+            threads,
+            pool: self.upstream_pool,
+            timeout: self.upstream_timeout,
+        }
+    }
+}
+
+/// Says what the gateway found at its upstreams.
+fn started(gw: &crate::gateway::Gateway) {
+    for s in &gw.started {
+        eprintln!(
+            "upstream {}: {} tools, {} ({:.1} ms)",
+            s.name,
+            s.tools,
+            s.revision,
+            s.took.as_secs_f64() * 1000.0
+        );
+    }
 }
 
 impl GatewayArgs {
@@ -1130,41 +1271,16 @@ impl GatewayArgs {
         if self.upstreams.is_empty() {
             return Ok(());
         }
-        let tls = crate::gateway::UpstreamTls {
-            trust: self.upstream_ca.clone().map_or(
-                crate::transport::net::Trust::System,
-                crate::transport::net::Trust::CaFile,
-            ),
-            identity: self
-                .upstream_cert
-                .clone()
-                .zip(self.upstream_key.clone())
-                .map(|(cert, key)| crate::transport::net::IdentityFiles { cert, key }),
-        };
+        let tls = self.upstream.tls();
         let specs = self
             .upstreams
             .iter()
-            .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream_timeout, &tls))
+            .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream.upstream_timeout, &tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
-        let gw = crate::gateway::Gateway::start(
-            specs,
-            &crate::gateway::GatewayOptions {
-                threads,
-                pool: self.upstream_pool,
-                timeout: self.upstream_timeout,
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        for s in &gw.started {
-            eprintln!(
-                "upstream {}: {} tools, {} ({:.1} ms)",
-                s.name,
-                s.tools,
-                s.revision,
-                s.took.as_secs_f64() * 1000.0
-            );
-        }
+        let gw = crate::gateway::Gateway::start(specs, &self.upstream.options(threads))
+            .map_err(|e| e.to_string())?;
+        started(&gw);
         eprintln!(
             "{} upstreams ready in {:.1} ms",
             gw.started.len(),
@@ -1178,36 +1294,199 @@ impl GatewayArgs {
 fn serve(o: Serve) -> ExitCode {
     let mut config = server::Config {
         conformance: o.conformance,
-        response: o.response,
         catalog: o.catalog,
         page_size: o.page_size,
         backend: o.backend,
-        max_connections: o.max_connections,
         ..server::Config::default()
     };
-    config.allowed_hosts.extend(o.allow_hosts);
-    if let Some((cert, key)) = &o.tls {
-        match server::tls::load_pem_with(cert, key, o.clients.as_ref()) {
-            Ok(tls) => config.tls = Some(tls),
-            Err(e) => return error(e),
-        }
+    if let Err(e) = o.front.configure(&mut config) {
+        return error(e);
     }
-    let threads = o
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let threads = o.front.threads();
     if let Err(e) = o.gateway.apply(&mut config, threads) {
         return error(e);
     }
+    front(&o.front, config, threads, None)
+}
+
+/// `record`: the gateway in front of one upstream, its tools under their own names, every
+/// tools/list and tools/call written to the trace; then says what the trace holds.
+fn record(o: Record) -> ExitCode {
+    let shown = crate::record::printable_target(&o.upstream);
+    let mut config = server::Config {
+        identity: Some(server::Identity {
+            name: "mcpbench-record".into(),
+            title: "mcpbench record".into(),
+            instructions: format!(
+                "Records the requests made to {shown}: its tools, called through this proxy."
+            ),
+        }),
+        // One page: the upstream was listed whole, and a trace should hold no cursor of ours.
+        page_size: usize::MAX,
+        ..server::Config::default()
+    };
+    if let Err(e) = o.front.configure(&mut config) {
+        return error(e);
+    }
+    let threads = o.front.threads();
+    let timeout = o.upstream_args.upstream_timeout;
+    // The gateway's spec is NAME=TARGET; the name is never shown (no prefix).
+    let spec = match crate::gateway::UpstreamSpec::parse(
+        &format!("recorded={}", o.upstream),
+        timeout,
+        &o.upstream_args.tls(),
+    ) {
+        Ok(s) => s,
+        Err(crate::gateway::GatewayError::Spec { reason, .. }) => {
+            return error(format_args!("--upstream {}: {reason}", o.upstream));
+        }
+        Err(e) => return error(e),
+    };
+    let gw =
+        match crate::gateway::Gateway::start_transparent(spec, &o.upstream_args.options(threads)) {
+            Ok(gw) => gw,
+            Err(crate::gateway::GatewayError::Upstream { reason, .. }) => {
+                return error(format_args!("upstream {shown}: {reason}"));
+            }
+            Err(e) => return error(e),
+        };
+    if let Some(s) = gw.started.first() {
+        eprintln!(
+            "upstream {shown}: {} tools, {} ({:.1} ms)",
+            s.tools,
+            s.revision,
+            s.took.as_secs_f64() * 1000.0
+        );
+    }
+    let header = crate::record::header("record", Some(shown));
+    let recorder = match server::recorder::Recorder::create(&o.out, &header, o.keep_secrets) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(format_args!(
+                "cannot create the trace {}: {e}",
+                o.out.display()
+            ));
+        }
+    };
+    if o.keep_secrets {
+        eprintln!(
+            "warning: --keep-secrets: arguments are written as received, secrets included; \
+             readers refuse {} until `mcpbench trace redact` has run on it",
+            o.out.display()
+        );
+    }
+    config.proxy = Some(gw.clone());
+    config.record = Some(recorder.clone());
+    // The banner says clients may come: only once every server thread's upstream session is
+    // open, so that no recorded call pays for opening one (a stdio upstream's start).
+    let ready = move || {
+        if !gw.wait_warm(threads, timeout) {
+            eprintln!("warning: not every upstream session opened within {timeout:?}");
+        }
+    };
+    let code = front(&o.front, config, threads, Some((recorder.clone(), &ready)));
+    match recorder.finish() {
+        Ok(r) => eprintln!(
+            "recorded {} request{} from {} session{} to {}",
+            r.entries,
+            if r.entries == 1 { "" } else { "s" },
+            r.sessions,
+            if r.sessions == 1 { "" } else { "s" },
+            o.out.display()
+        ),
+        Err(e) => return error(format_args!("{}: {e}", o.out.display())),
+    }
+    code
+}
+
+/// `trace from-audit | redact | show`.
+fn trace(command: TraceCommand) -> ExitCode {
+    match command {
+        TraceCommand::FromAudit {
+            audit,
+            output,
+            empty_arguments,
+        } => {
+            let name = audit.display().to_string();
+            let read = std::fs::File::open(&audit)
+                .map_err(|source| crate::trace::TraceError::Io {
+                    path: name.clone(),
+                    source,
+                })
+                .and_then(|f| {
+                    crate::record::from_audit(std::io::BufReader::new(f), &name, empty_arguments)
+                });
+            let (entries, c) = match read {
+                Ok(x) => x,
+                Err(e) => return error(e),
+            };
+            let header = crate::record::header("audit", None);
+            if let Err(e) = crate::record::write(&output, &header, &entries) {
+                return error(e);
+            }
+            let span = entries.iter().map(|e| e.t).fold(0.0, f64::max);
+            println!(
+                "{}: {} tools/call and {} tools/list from {} session{} over {span:.3} s (from {name})",
+                output.display(),
+                c.calls,
+                c.lists,
+                c.sessions,
+                if c.sessions == 1 { "" } else { "s" },
+            );
+            if c.denied + c.rate_limited > 0 {
+                println!(
+                    "left out: {} denied and {} rate-limited invocations (they never reached a tool)",
+                    c.denied, c.rate_limited
+                );
+            }
+            if c.redacted > 0 {
+                println!("{} secret-looking values redacted", c.redacted);
+            }
+            ExitCode::SUCCESS
+        }
+        TraceCommand::Redact { file } => match crate::trace::redact_file(&file) {
+            Ok(n) => {
+                println!(
+                    "{}: {n} value{} redacted",
+                    file.display(),
+                    if n == 1 { "" } else { "s" }
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(e),
+        },
+        TraceCommand::Show { file } => match crate::trace::Trace::read(&file) {
+            Ok(t) => {
+                print!("{}", crate::record::show(&t, &file.display().to_string()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(e),
+        },
+    }
+}
+
+/// Serves `config` as `f` says (listening, or one session on stdio) until a signal or, on
+/// stdio, the end of stdin; `recording` is flushed even when a second signal quits at once.
+fn front(
+    f: &FrontArgs,
+    config: server::Config,
+    threads: usize,
+    recording: Option<(Arc<server::recorder::Recorder>, &dyn Fn())>,
+) -> ExitCode {
+    let (recording, ready) = match recording {
+        Some((r, ready)) => (Some(r), Some(ready)),
+        None => (None, None),
+    };
     let no_anonymous = config
         .policy
         .as_ref()
         .is_some_and(|p| !matches!(p.authenticate(None), server::policy::Auth::Tenant(_)));
-    if o.stdio && no_anonymous {
+    if f.stdio && no_anonymous {
         return error(
             "--stdio carries no credentials: the policy needs `anonymous = \"TENANT\"` to serve it",
         );
     }
-    if o.stdio {
+    if f.stdio {
         // stdout carries MCP messages only; everything else goes to stderr.
         return match server::run_stdio(
             config,
@@ -1220,7 +1499,7 @@ fn serve(o: Serve) -> ExitCode {
         };
     }
     let servers = match server::EmbeddedServers::launch(server::Launch {
-        listen: o.listen,
+        listen: f.listen,
         config,
         backend: mock_backend::Config::default(),
         threads,
@@ -1228,12 +1507,18 @@ fn serve(o: Serve) -> ExitCode {
         Ok(s) => s,
         Err(e) => return error(e),
     };
+    if let Some(ready) = ready {
+        ready();
+    }
     // The first line is parsed by scripts and tests: keep its shape. One write, errors
     // ignored: a reader that stops after the first line must not make this panic.
+    let serving = match &recording {
+        Some(r) => format!("recording to {}", r.path().display()),
+        None => format!("backend {}", servers.backend_url),
+    };
     let banner = format!(
-        "listening on {} (backend {})\nalso: {} (HTTP+SSE, 2024-11-05), {} (WebSocket, subprotocol mcp)\n",
+        "listening on {} ({serving})\nalso: {} (HTTP+SSE, 2024-11-05), {} (WebSocket, subprotocol mcp)\n",
         servers.mcp_url(),
-        servers.backend_url,
         servers.sse_url(),
         servers.ws_url()
     );
@@ -1250,11 +1535,14 @@ fn serve(o: Serve) -> ExitCode {
             name.unwrap_or("signal"),
             mcpbench_knobs::format_duration(mock_backend::accept::DEFAULT_GRACE)
         );
-        // A second signal does not wait for the drain.
+        // A second signal does not wait for the drain (what was recorded is written first).
         let _ = std::thread::Builder::new()
             .name("mcpbench-signals".into())
             .spawn(move || {
                 rt.block_on(signals.next());
+                if let Some(r) = recording {
+                    let _ = r.flush();
+                }
                 std::process::exit(130);
             });
     }

@@ -214,6 +214,10 @@ pub struct Gateway {
     pub started: Vec<Started>,
     /// From the first connection to the last upstream's tools listed.
     pub startup: Duration,
+    /// Server threads' lanes open their upstream sessions at once ([`Gateway::start_transparent`]).
+    warm: bool,
+    /// Lanes whose upstream sessions are open (`warm`), and its signal.
+    warmed: Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>,
 }
 
 /// Settings of [`Gateway::start`].
@@ -233,6 +237,36 @@ impl Gateway {
     pub fn start(
         specs: Vec<UpstreamSpec>,
         o: &GatewayOptions,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        Self::start_named(specs, o, false)
+    }
+
+    /// [`start`](Self::start) with one upstream whose tools keep their own names (no
+    /// `NAME__` prefix): a transparent proxy (`mcpbench record`). Each server thread's lane
+    /// opens its upstream session at once, so no client's first call pays for it (a stdio
+    /// upstream's start included) and recorded latencies are the calls'.
+    pub fn start_transparent(
+        spec: UpstreamSpec,
+        o: &GatewayOptions,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        Self::start_named(vec![spec], o, true)
+    }
+
+    /// Waits (at most `within`) until `lanes` server threads have their upstream sessions open
+    /// (a transparent proxy's); whether they do.
+    pub fn wait_warm(&self, lanes: usize, within: Duration) -> bool {
+        let (n, ready) = &*self.warmed;
+        let guard = n.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = ready
+            .wait_timeout_while(guard, within, |n| *n < lanes)
+            .unwrap_or_else(|p| p.into_inner());
+        *guard >= lanes
+    }
+
+    fn start_named(
+        specs: Vec<UpstreamSpec>,
+        o: &GatewayOptions,
+        transparent: bool,
     ) -> Result<Arc<Gateway>, GatewayError> {
         for (i, s) in specs.iter().enumerate() {
             if specs[..i].iter().any(|t| t.name == s.name) {
@@ -275,7 +309,11 @@ impl Gateway {
             });
             for (tool, definition) in listed {
                 tools.push(ProxiedTool {
-                    name: format!("{}{SEPARATOR}{tool}", spec.name),
+                    name: if transparent {
+                        tool.clone()
+                    } else {
+                        format!("{}{SEPARATOR}{tool}", spec.name)
+                    },
                     definition,
                     modern,
                 });
@@ -319,7 +357,7 @@ impl Gateway {
                     .name(format!("mcpbench-upstream-{t}"))
                     .spawn(move || {
                         let local = tokio::task::LocalSet::new();
-                        local.block_on(&rt, lane(rx, specs, routes, pool, timeout));
+                        local.block_on(&rt, lane(rx, specs, routes, (pool, timeout), None));
                     })
                     .map_err(GatewayError::Runtime)?,
             );
@@ -335,6 +373,8 @@ impl Gateway {
             threads: std::sync::Mutex::new(threads),
             started,
             startup,
+            warm: transparent,
+            warmed: Arc::default(),
         }))
     }
 }
@@ -400,8 +440,8 @@ impl Proxy for Gateway {
             rx,
             self.upstreams.clone(),
             self.routes.clone(),
-            self.pool,
-            self.timeout,
+            (self.pool, self.timeout),
+            self.warm.then(|| self.warmed.clone()),
         )))
     }
 
@@ -429,13 +469,17 @@ fn discover(s: &UpstreamSpec) -> Result<Discovered, String> {
     Ok((ep, pre.tools, t0.elapsed()))
 }
 
-/// One I/O thread: runs each job it is handed on a pooled session of the job's upstream.
+/// Lanes counted as their upstream sessions are open.
+type Warmed = Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>;
+
+/// One I/O thread: runs each job it is handed on a pooled session of the job's upstream;
+/// `warm`: one session of each upstream opened at once, the lane counted there when done.
 async fn lane(
     mut rx: mpsc::UnboundedReceiver<Job>,
     specs: Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>>,
     routes: Arc<Vec<(usize, String)>>,
-    pool: usize,
-    timeout: Duration,
+    (pool, timeout): (usize, Duration),
+    warm: Option<Warmed>,
 ) {
     let pools: Vec<Rc<dyn Upstream>> = specs
         .iter()
@@ -454,6 +498,17 @@ async fn lane(
             }
         })
         .collect();
+    if let Some(warmed) = warm {
+        let pools = pools.clone();
+        tokio::task::spawn_local(async move {
+            for p in &pools {
+                p.warm().await;
+            }
+            let (n, ready) = &*warmed;
+            *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            ready.notify_all();
+        });
+    }
     while let Some(job) = rx.recv().await {
         let Some((upstream, _)) = routes.get(job.tool) else {
             continue;
@@ -492,6 +547,8 @@ trait Upstream {
         arguments: Option<&'a [u8]>,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + 'a>>;
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
+    /// Opens a session now (within the call timeout), so the first call does not wait for it.
+    fn warm(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
 }
 
 struct Pool<S, F> {
@@ -614,6 +671,24 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
             };
             self.checkin(s);
             r
+        })
+    }
+
+    fn warm(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>> {
+        Box::pin(async move {
+            let mut s = self.checkout().await;
+            // As a call opens it (exchange): a shared connection by one caller only.
+            let open = async {
+                if !s.is_open() {
+                    if s.claim_open() {
+                        s.open().await;
+                    } else {
+                        s.wait_open().await;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(self.timeout, open).await;
+            self.checkin(s);
         })
     }
 

@@ -3,9 +3,9 @@
 //! # Layout
 //!
 //! ```text
-//! cli         clap definitions: run | init | report | compare | merge | serve | validate
-//!             [--connect] | probe | doctor | mcp | completions | man | schema; scenario overrides;
-//!             exit codes
+//! cli         clap definitions: run | init | report | compare | merge | serve | record | trace
+//!             | validate [--connect] | probe | doctor | mcp | completions | man | schema;
+//!             scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload, replay of a trace) with shared checks (check) and locations (locate); argument
 //!             generators (args); command-line overrides (overrides); thresholds. Knows no
@@ -52,6 +52,9 @@
 //!             called, one-line report (the conformance suite's client scenarios)
 //! trace       the trace format (versioned JSON Lines of tools/list and tools/call: arrival,
 //!             session, params, result digest, latency, outcome), read, written, redacted
+//! record      `mcpbench record` (the gateway in front of one upstream, tools unprefixed, the
+//!             server's recorder writing the trace) and `mcpbench trace`: header, audit log →
+//!             trace (from_audit), summary (show)
 //! fuzzing     (hidden) the checks of every network parser that tests/fuzz.rs and the
 //!             cargo-fuzz targets in fuzz/ share
 //! ```
@@ -88,6 +91,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod probe;
 pub mod protocol;
+pub mod record;
 pub mod report;
 pub mod scenario;
 pub mod server;

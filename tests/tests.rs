@@ -22,6 +22,7 @@ mod mcp_server;
 mod otlp;
 mod outcomes;
 mod preflight;
+mod record;
 mod reference_server;
 mod reliability;
 mod report;

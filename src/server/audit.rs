@@ -1,8 +1,10 @@
 //! Audit events as JSON lines (`mcpbench serve --audit FILE`): one line per discovery
 //! (`tools/list` page), per invocation (`tools/call`, whatever became of it: ok, tool_error,
-//! error, denied, rate_limited) and per error (authentication, upstream). Arguments are
-//! redacted unless asked for; tokens are never written. Lines are buffered and written at least
-//! once a second, and at shutdown.
+//! error, denied, rate_limited) and per error (authentication, upstream). Discoveries and
+//! invocations name the client session by its number (from 1, in order of appearance — the
+//! numbers of `mcpbench record`'s traces), so `mcpbench trace from-audit` can replay them
+//! session by session. Arguments are redacted unless asked for; tokens are never written. Lines
+//! are buffered and written at least once a second, and at shutdown.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -30,6 +32,15 @@ impl Invocation {
             Invocation::Error => "error",
             Invocation::Denied => "denied",
             Invocation::RateLimited => "rate_limited",
+        }
+    }
+
+    /// The outcome in a trace (`crate::trace`): a call that did not run is an error.
+    pub(crate) fn trace_name(self) -> &'static str {
+        match self {
+            Invocation::Ok => "ok",
+            Invocation::ToolError => "tool_error",
+            _ => "error",
         }
     }
 }
@@ -74,9 +85,17 @@ impl Audit {
         }
     }
 
-    /// A `tools/list` page returned to a tenant: the names on it (`names` is a JSON array).
-    pub(crate) fn discovery(&self, tenant: Option<&str>, count: usize, names: &[u8]) {
+    /// A `tools/list` page returned to a tenant in a session: the names on it (`names` is a
+    /// JSON array).
+    pub(crate) fn discovery(
+        &self,
+        tenant: Option<&str>,
+        session: Option<u64>,
+        count: usize,
+        names: &[u8],
+    ) {
         self.line("discovery", tenant, |l| {
+            write_session(l, session);
             l.extend_from_slice(br#","tools":"#);
             l.extend_from_slice(itoa::Buffer::new().format(count).as_bytes());
             l.extend_from_slice(br#","names":"#);
@@ -84,16 +103,17 @@ impl Audit {
         });
     }
 
-    /// A `tools/call` and what became of it.
+    /// A `tools/call` of a tenant in a session, and what became of it.
     pub(crate) fn invocation(
         &self,
-        tenant: Option<&str>,
+        (tenant, session): (Option<&str>, Option<u64>),
         tool: &str,
         arguments: Option<&[u8]>,
         outcome: Invocation,
         latency: Duration,
     ) {
         self.line("invocation", tenant, |l| {
+            write_session(l, session);
             l.extend_from_slice(br#","tool":"#);
             write_json_str(l, tool);
             l.extend_from_slice(br#","arguments":"#);
@@ -130,6 +150,15 @@ impl Audit {
         if let Err(error) = out.flush() {
             tracing::warn!(%error, "audit log flush failed");
         }
+    }
+}
+
+/// `,"session":N` (`null` when not known).
+fn write_session(l: &mut Vec<u8>, session: Option<u64>) {
+    l.extend_from_slice(br#","session":"#);
+    match session {
+        Some(n) => l.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        None => l.extend_from_slice(b"null"),
     }
 }
 

@@ -37,6 +37,7 @@ use super::cancel::Ticket;
 use super::context::{Io, Peer};
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
+use super::recorder::{Seen, call_params, list_params};
 use super::tools::{Progress, Tool, ToolKind};
 use super::wire::{
     Kind, Message, Params, Refusal, Rejection, error_body, parse, rejection_body, sub, valid_id,
@@ -83,6 +84,9 @@ pub(crate) struct ToolCall {
     pub fixture: Option<CallContext>,
     /// The tenant that called (under a policy).
     pub tenant: Option<u16>,
+    /// When it arrived and from which session, when it is audited or recorded (boxed: a
+    /// call of a server that does neither carries one pointer more, not the whole).
+    pub seen: Option<Box<Seen>>,
 }
 
 /// What [`State::begin`] decided.
@@ -212,7 +216,8 @@ impl State {
 
     /// Handles a request other than `initialize` under revision `rev` (2026-07-28: already
     /// past [`check_modern`]). `frame` is the message (the buffer it was parsed from); `peer`
-    /// its session, if it has one; `tenant` who sent it, under a policy.
+    /// its session, if it has one; `tenant` who sent it, under a policy. When recording, a
+    /// request answered here is written to the trace here; a tool call, when it has run.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn begin(
         &self,
@@ -224,6 +229,84 @@ impl State {
         peer: Option<&Peer<'_>>,
         tenant: Option<u16>,
     ) -> Step {
+        let seen = self.seen(method, params, peer);
+        let mut step = self.answer(rev, id, method, params, frame, peer, tenant, seen);
+        if let (Some(seen), Some(rec)) = (seen, &self.config.record) {
+            let trace_params = || match method {
+                "tools/call" => call_params(
+                    params.and_then(|p| p.name.as_deref()).unwrap_or_default(),
+                    params.and_then(|p| p.arguments).map(|a| a.get().as_bytes()),
+                ),
+                _ => list_params(params.and_then(|p| p.cursor.as_deref())),
+            };
+            match &step {
+                Step::Call(_) => {}
+                Step::Done(out) | Step::Limited { body: out, .. } => {
+                    rec.answered(seen, method, trace_params(), out)
+                }
+                Step::Refused(r) => rec.answered(seen, method, trace_params(), &r.body(Some(id))),
+            }
+        }
+        if let Step::Call(call) = &mut step {
+            call.seen = seen.map(Box::new);
+        }
+        step
+    }
+
+    /// When a `tools/list` or a named `tools/call` arrived and from which session, when the
+    /// server audits or records (otherwise `None`, at the cost of two checks).
+    fn seen(
+        &self,
+        method: &str,
+        params: Option<&Params<'_>>,
+        peer: Option<&Peer<'_>>,
+    ) -> Option<Seen> {
+        if self.config.audit.is_none() && self.config.record.is_none() {
+            return None;
+        }
+        let traced = match method {
+            "tools/list" => true,
+            "tools/call" => params.is_some_and(|p| p.name.is_some()),
+            _ => false,
+        };
+        if !traced {
+            return None;
+        }
+        let at = self
+            .config
+            .record
+            .as_ref()
+            .map_or_else(Instant::now, |r| r.arrived());
+        Some(Seen {
+            session: self.session_number(peer),
+            at,
+        })
+    }
+
+    /// The number of `peer`'s session in audit lines and traces: sessions are numbered from 1
+    /// as they are first named; requests without a session (2026-07-28 over HTTP) share one.
+    pub(crate) fn session_number(&self, peer: Option<&Peer<'_>>) -> u64 {
+        let next = || self.numbered.fetch_add(1, Ordering::Relaxed) + 1;
+        match peer {
+            Some(p) => p.client.number(next),
+            None => *self.sessionless.get_or_init(next),
+        }
+    }
+
+    /// [`begin`](Self::begin) without the recording.
+    #[allow(clippy::too_many_arguments)]
+    fn answer(
+        &self,
+        rev: Revision,
+        id: &str,
+        method: &str,
+        params: Option<&Params<'_>>,
+        frame: &Bytes,
+        peer: Option<&Peer<'_>>,
+        tenant: Option<u16>,
+        seen: Option<Seen>,
+    ) -> Step {
+        let session = seen.map(|s| s.session);
         let modern = !rev.has_handshake();
         let view = tenant.map_or(0, usize::from);
         let mut out = Vec::with_capacity(256);
@@ -239,7 +322,8 @@ impl State {
                     Some(page) => {
                         write_result(&mut out, id, &page.result);
                         if let Some(a) = &self.config.audit {
-                            a.discovery(self.tenant_name(tenant), page.count, &page.names);
+                            let tenant = self.tenant_name(tenant);
+                            a.discovery(tenant, session, page.count, &page.names);
                         }
                     }
                     None => invalid("Invalid params: unknown cursor"),
@@ -258,13 +342,13 @@ impl State {
                     .is_some_and(|(i, _)| self.registry.allowed(view, *i));
                 let Some((index, tool)) = found.filter(|_| allowed) else {
                     if found.is_some() {
-                        self.audit_call(tenant, name, p, Invocation::Denied, Duration::ZERO);
+                        self.audit_call((tenant, session), name, p, Invocation::Denied);
                     }
                     invalid(&format!("Unknown tool: {name}"));
                     return Step::Done(out);
                 };
                 if let Some(retry) = self.over_limit(tenant) {
-                    self.audit_call(tenant, name, p, Invocation::RateLimited, Duration::ZERO);
+                    self.audit_call((tenant, session), name, p, Invocation::RateLimited);
                     write_error(
                         &mut out,
                         Some(id),
@@ -302,6 +386,7 @@ impl State {
                     progress,
                     fixture,
                     tenant,
+                    seen: None,
                 });
             }
             "initialize" if !modern => write_error(
@@ -343,18 +428,31 @@ impl State {
             return error_body(Some(id), code::INTERNAL_ERROR, "Internal error");
         };
         let start = Instant::now();
+        // Recorded when done, or as an error if this future is dropped first (cancelled).
+        let recording = self
+            .config
+            .record
+            .as_ref()
+            .zip(call.seen.as_deref())
+            .map(|(r, seen)| r.call(*seen, &tool.name, call.arguments.as_deref()));
         if !self.config.call_delay.is_zero() {
             precise_delay(self.config.call_delay).await;
         }
         let (out, outcome) = self.run_tool(tool, rev, id, call, io).await;
         if let Some(a) = &self.config.audit {
             a.invocation(
-                self.tenant_name(call.tenant),
+                (
+                    self.tenant_name(call.tenant),
+                    call.seen.as_ref().map(|s| s.session),
+                ),
                 &tool.name,
                 call.arguments.as_deref(),
                 outcome,
                 start.elapsed(),
             );
+        }
+        if let Some(r) = recording {
+            r.done(&out, outcome.trace_name());
         }
         out
     }
@@ -442,18 +540,18 @@ impl State {
         bucket.take(Instant::now()).err()
     }
 
-    /// Audits a call that did not run.
+    /// Audits a call that did not run (of a tenant, in a session).
     fn audit_call(
         &self,
-        tenant: Option<u16>,
+        (tenant, session): (Option<u16>, Option<u64>),
         tool: &str,
         p: &Params<'_>,
         outcome: Invocation,
-        latency: Duration,
     ) {
         if let Some(a) = &self.config.audit {
             let args = p.arguments.map(|a| a.get().as_bytes());
-            a.invocation(self.tenant_name(tenant), tool, args, outcome, latency);
+            let who = (self.tenant_name(tenant), session);
+            a.invocation(who, tool, args, outcome, Duration::ZERO);
         }
     }
 

@@ -23,6 +23,8 @@
 //!             compiled input schema (protocol::schema)
 //! fixtures    the conformance suite's fixtures: test_* tools, prompts, resources, completions
 //!             (only with Config::conformance)
+//! recorder    `mcpbench record`: every tools/list and tools/call written to a trace
+//!             (crate::trace) as it completes (only with Config::record)
 //! dispatch    transport-independent JSON-RPC: begin/run a request, batches, notifications
 //! response    HTTP responses every endpoint shares (statuses, SSE headers, bounded bodies)
 //! session     Streamable HTTP sessions
@@ -55,6 +57,7 @@ mod legacy_sse;
 mod peer;
 pub mod policy;
 pub mod proxy;
+pub mod recorder;
 mod response;
 mod session;
 mod stateless;
@@ -161,6 +164,9 @@ pub struct Config {
     pub policy: Option<Arc<policy::Policy>>,
     /// Audit events as JSON lines.
     pub audit: Option<Arc<audit::Audit>>,
+    /// `mcpbench record`: the trace every `tools/list` and `tools/call` is written to. `None`
+    /// costs one check per request.
+    pub record: Option<Arc<recorder::Recorder>>,
     /// An extra delay before every tool call (to check what a comparison reports).
     pub call_delay: Duration,
 }
@@ -195,6 +201,7 @@ impl Default for Config {
             identity: None,
             policy: None,
             audit: None,
+            record: None,
             call_delay: Duration::ZERO,
         }
     }
@@ -241,6 +248,13 @@ pub struct State {
     active: AtomicUsize,
     /// Open connections, under `Config::max_connections` (shared by every accept loop).
     connections: Arc<mock_backend::accept::Connections>,
+    /// Sessions numbered so far (for audit lines and traces: `State::session_number`).
+    numbered: std::sync::atomic::AtomicU64,
+    /// The number shared by requests without a session (2026-07-28 over HTTP).
+    sessionless: std::sync::OnceLock<u64>,
+    /// Accept loops serving this state (a gateway runs one per thread): the last to finish
+    /// its drain ends the sessions.
+    serving: AtomicUsize,
 }
 
 impl State {
@@ -293,6 +307,9 @@ impl State {
             closing: CancellationToken::new(),
             active: AtomicUsize::new(0),
             connections: mock_backend::accept::Connections::new(config.max_connections),
+            numbered: std::sync::atomic::AtomicU64::new(0),
+            sessionless: std::sync::OnceLock::new(),
+            serving: AtomicUsize::new(0),
             config,
         }
     }
@@ -382,6 +399,9 @@ pub async fn serve_state(
     state: Arc<State>,
     shutdown: impl Future<Output = ()>,
 ) {
+    state
+        .serving
+        .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     let s = state.clone();
     let ending = state.clone();
     let reaper = tokio::spawn(async move {
@@ -457,8 +477,15 @@ pub async fn serve_state(
     };
     serve_connections_limited(listener, shutdown, grace, admission, on_conn).await;
     reaper.abort();
-    // Parked streams (SEP-1699) hold calls that hold the state: end them with the sessions.
-    ending.sessions.clear();
+    // Parked streams (SEP-1699) hold calls that hold the state: end them with the sessions —
+    // once no other accept loop on this state is still draining calls of those sessions.
+    if ending
+        .serving
+        .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+        == 1
+    {
+        ending.sessions.clear();
+    }
     if let Some(a) = &ending.config.audit {
         a.flush();
     }

@@ -1,11 +1,12 @@
 //! What a handshake-era session knows about its client beyond the revision: the capabilities it
 //! declared in `initialize`, the log level it asked for (`logging/setLevel`), and the resources
-//! it subscribed to. Held by value in every session (HTTP and connection-based), so keeping it
-//! costs no allocation; only the conformance fixtures read or write it.
+//! it subscribed to; and the session's number in audit lines and recorded traces. Held by value
+//! in every session (HTTP and connection-based), so keeping it costs no allocation; only the
+//! conformance fixtures read or write the rest.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -108,6 +109,8 @@ pub(crate) struct ClientState {
     /// The least severe level the client wants (`LogLevel as u8`); debug until it says.
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
+    /// The session's number, given when an audit line or a trace first names it.
+    number: OnceLock<u64>,
 }
 
 impl Default for ClientState {
@@ -116,11 +119,17 @@ impl Default for ClientState {
             caps: AtomicU8::new(0),
             log_level: AtomicU8::new(LogLevel::Debug as u8),
             subscriptions: Mutex::new(HashSet::new()),
+            number: OnceLock::new(),
         }
     }
 }
 
 impl ClientState {
+    /// The session's number: `next()` the first time (once, even when asked concurrently).
+    pub(crate) fn number(&self, next: impl FnOnce() -> u64) -> u64 {
+        *self.number.get_or_init(next)
+    }
+
     pub(crate) fn set_caps(&self, caps: ClientCaps) {
         self.caps.store(caps.0, Ordering::Relaxed);
     }
