@@ -129,15 +129,8 @@ pub fn from_audit(
     let mut tenants: HashMap<String, u64> = HashMap::new();
     // (arrival in ns since the epoch, entry with t unset)
     let mut found: Vec<(i128, Entry)> = Vec::new();
-    for (i, line) in audit.lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|source| TraceError::Io {
-            path: path.to_string(),
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    for line in crate::trace::json_lines(audit, path) {
+        let (n, line) = line?;
         let a: AuditLine = serde_json::from_str(&line).map_err(|e| {
             format(
                 n,

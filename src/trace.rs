@@ -124,15 +124,8 @@ impl Trace {
         };
         let mut header = None;
         let mut entries: Vec<Entry> = Vec::new();
-        for (i, line) in r.lines().enumerate() {
-            let n = i + 1;
-            let line = line.map_err(|source| TraceError::Io {
-                path: path.to_string(),
-                source,
-            })?;
-            if line.trim().is_empty() {
-                continue;
-            }
+        for line in json_lines(r, path) {
+            let (n, line) = line?;
             if header.is_none() {
                 let h: Header = serde_json::from_str(&line).map_err(|e| {
                     format(
@@ -187,6 +180,24 @@ impl Trace {
         entries.sort_by(|a, b| a.t.total_cmp(&b.t));
         Ok(Trace { header, entries })
     }
+}
+
+/// The non-blank lines of a JSON Lines file, each with its number (from 1); `path` names it in
+/// errors.
+pub fn json_lines(
+    r: impl BufRead,
+    path: &str,
+) -> impl Iterator<Item = Result<(usize, String), TraceError>> {
+    r.lines()
+        .enumerate()
+        .filter_map(move |(i, line)| match line {
+            Ok(l) if l.trim().is_empty() => None,
+            Ok(l) => Some(Ok((i + 1, l))),
+            Err(source) => Some(Err(TraceError::Io {
+                path: path.to_string(),
+                source,
+            })),
+        })
 }
 
 /// Writes a trace line by line.
