@@ -715,6 +715,11 @@ async fn pause(ctx: &Ctx, d: Duration) {
     }
 }
 
+/// How long before its first request is due a replayed session opens: longer than a session
+/// opening takes, short enough not to hold sessions open long before their clients did. The
+/// trace's time zero is this far into the run, so that its first sessions are open in time too.
+const REPLAY_LEAD: Duration = Duration::from_millis(500);
+
 /// Exponential back-off after failures that would otherwise spin (refused connections).
 struct Backoff(u32);
 
@@ -873,7 +878,7 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
                             }
                         }
                         let at = s[next].0 + f64::from(pass) * period.unwrap_or(0.0);
-                        ctx.start + Duration::from_secs_f64(at)
+                        ctx.start + REPLAY_LEAD + Duration::from_secs_f64(at)
                     }
                 }
             }
@@ -885,6 +890,12 @@ async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, mut session: S)
         } else {
             intended
         };
+        // A replayed session opens shortly before its request is due (as its client did), so
+        // that the request can go out on time.
+        if script.is_some() && !session.is_open() && intended > now + REPLAY_LEAD {
+            pause(&ctx, intended - REPLAY_LEAD - now).await;
+            now = Instant::now();
+        }
         if ctx.stopping(now) {
             break;
         }
