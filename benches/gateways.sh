@@ -6,6 +6,8 @@
 #   benches/gateways.sh                              # every gateway that is installed
 #   GATEWAYS="reference supergateway" benches/gateways.sh
 #   OUT=results/baselines/gateways-$(date +%F).md benches/gateways.sh
+#   MODE=probe benches/gateways.sh                   # tenant isolation instead: each gateway
+#                                                    # checked by `mcpbench probe --tenants`
 #
 # Gateways and how each fronts the upstream:
 #   reference     mcpbench serve --upstream (HTTP → HTTP), tools as ref__<tool>
@@ -21,6 +23,7 @@
 source "$(dirname "$0")/common.sh"
 ROOT=$(pwd)
 GATEWAYS=${GATEWAYS:-"reference socat supergateway mcp-proxy contextforge"}
+MODE=${MODE:-ab}
 SLICE=${SLICE:-2s}
 PAIRS=${PAIRS:-5}
 LEVELS=${LEVELS:-"1, 32"}
@@ -100,6 +103,33 @@ PY
 )")
 }
 
+# Two tenants for MODE=probe (a gateway without authentication ignores their tokens).
+TENANTS="$WORK/tenants.toml"
+printf '[[tenant]]\nname = "alpha"\ntoken = "${ALPHA_TOKEN}"\n[[tenant]]\nname = "beta"\ntoken = "${BETA_TOKEN}"\n' > "$TENANTS"
+export ALPHA_TOKEN=alpha-bench-token BETA_TOKEN=beta-bench-token
+printf '[[tenant]]\nname = "alpha"\ntokens = ["%s"]\n[[tenant]]\nname = "beta"\ntokens = ["%s"]\ntools = ["ref__echo"]\n' \
+  "$ALPHA_TOKEN" "$BETA_TOKEN" > "$WORK/policy.toml"
+PROBES=()
+
+# measure NAME LABEL DIRECT-TOML VIA-TOML [UPSTREAM-URL]: the A/B row, or (MODE=probe) the
+# tenant-isolation table, with the passthrough check when the gateway fronts $UP_PORT over HTTP.
+measure() {
+  local name=$1 label=$2 direct=$3 via=$4 upstream=${5:-}
+  if [ "$MODE" = probe ]; then
+    local url
+    url=$(sed -n 's/^url = "\(.*\)"$/\1/p' <<< "$via")
+    local extra=() table
+    [ -n "$upstream" ] && extra=(--upstream "$upstream")
+    # Exit 1 when a check fails: that is the finding, not an error of this script.
+    table=$("$BIN" probe --tenants "$TENANTS" "$url" "${extra[@]}" 2>&1) || true
+    PROBES+=("### $label" "" '```' "\$ mcpbench probe --tenants tenants.toml ${url} ${extra[*]}"
+      "$table" '```' "")
+    return 0
+  fi
+  local f
+  f=$(ab "$name" "$direct" "$via") && row "$label" "$f"
+}
+
 HTTP_DIRECT="url = \"http://127.0.0.1:$UP_PORT/mcp\""
 STDIO_DIRECT="command = [$(printf '"%s", ' $STDIO_CMD | sed 's/, $//')]"
 
@@ -107,19 +137,20 @@ for g in $GATEWAYS; do
   case $g in
     reference)
       P=$(free_port)
+      POLICY=(); [ "$MODE" = probe ] && POLICY=(--policy "$WORK/policy.toml")
       "$BIN" serve --listen 127.0.0.1:$P --threads 1 --upstream ref=http://127.0.0.1:$UP_PORT/mcp \
-        > "$WORK/reference.log" 2>&1 &
+        "${POLICY[@]}" > "$WORK/reference.log" 2>&1 &
       PIDS+=($!); wait_port "$P"
-      f=$(ab reference "$HTTP_DIRECT" "url = \"http://127.0.0.1:$P/mcp\"
-tool_prefix = \"ref__\"") && row "mcpbench reference gateway (HTTP→HTTP)" "$f"
+      measure reference "mcpbench reference gateway (HTTP→HTTP)" "$HTTP_DIRECT" "url = \"http://127.0.0.1:$P/mcp\"
+tool_prefix = \"ref__\"" "http://127.0.0.1:$UP_PORT/mcp"
       ;;
     socat)
       command -v socat > /dev/null || { echo "socat: not installed (apt install socat), skipped" >&2; continue; }
       P=$(free_port)
       socat TCP-LISTEN:$P,bind=127.0.0.1,fork,reuseaddr,nodelay TCP:127.0.0.1:$UP_PORT,nodelay &
       PIDS+=($!); wait_port "$P"
-      f=$(ab socat "$HTTP_DIRECT" "url = \"http://127.0.0.1:$P/mcp\"") \
-        && row "socat TCP relay (floor of one hop)" "$f"
+      measure socat "socat TCP relay (floor of one hop)" "$HTTP_DIRECT" \
+        "url = \"http://127.0.0.1:$P/mcp\"" "http://127.0.0.1:$UP_PORT/mcp"
       ;;
     supergateway)
       SG="$ROOT/interop/node_modules/.bin/supergateway"
@@ -128,8 +159,8 @@ tool_prefix = \"ref__\"") && row "mcpbench reference gateway (HTTP→HTTP)" "$f"
       NODE_OPTIONS="--require $ROOT/interop/loopback.cjs" "$SG" --stdio "$STDIO_CMD" \
         --outputTransport streamableHttp --stateful --port $P > "$WORK/supergateway.log" 2>&1 &
       PIDS+=($!); wait_port "$P"
-      f=$(ab supergateway "$STDIO_DIRECT" "url = \"http://127.0.0.1:$P/mcp\"") \
-        && row "supergateway 4.0.0 (stdio→HTTP)" "$f"
+      measure supergateway "supergateway 4.0.0 (stdio→HTTP)" "$STDIO_DIRECT" \
+        "url = \"http://127.0.0.1:$P/mcp\""
       ;;
     mcp-proxy)
       if [ ! -x "$VENVS/mcp-proxy/bin/mcp-proxy" ]; then
@@ -140,8 +171,8 @@ tool_prefix = \"ref__\"") && row "mcpbench reference gateway (HTTP→HTTP)" "$f"
       "$VENVS/mcp-proxy/bin/mcp-proxy" --host 127.0.0.1 --port $P -- $STDIO_CMD \
         > "$WORK/mcp-proxy.log" 2>&1 &
       PIDS+=($!); wait_port "$P"
-      f=$(ab mcp-proxy "$STDIO_DIRECT" "url = \"http://127.0.0.1:$P/mcp\"") \
-        && row "mcp-proxy 0.13.0 (stdio→HTTP)" "$f"
+      measure mcp-proxy "mcp-proxy 0.13.0 (stdio→HTTP)" "$STDIO_DIRECT" \
+        "url = \"http://127.0.0.1:$P/mcp\""
       ;;
     contextforge)
       CF="$VENVS/contextforge"
@@ -178,14 +209,34 @@ EOF
         -d "{\"server\":{\"name\":\"bench\",\"associated_tools\":[\"$TOOL\"]}}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
       PREFIX=$(curl -sf "${H[@]}" "http://127.0.0.1:$P/tools" | python3 -c 'import json,sys; n=next(t["name"] for t in json.load(sys.stdin) if t["name"].endswith("echo")); print(n[:-4])')
       export CF_TOKEN="$TOKEN"
-      f=$(ab contextforge "$HTTP_DIRECT" "url = \"http://127.0.0.1:$P/servers/$SID/mcp\"
+      if [ "$MODE" = probe ]; then
+        # Two tenants: the admin and a second user (made an admin too, so that it may use the
+        # virtual server), each with a JWT of its own.
+        export ALPHA_TOKEN="$TOKEN"
+        curl -sf "${H[@]}" -X POST "http://127.0.0.1:$P/auth/email/admin/users" \
+          -d '{"email":"beta@example.com","password":"Quartz-Lantern-Moss-7319-Ridge!","full_name":"Second tenant","is_admin":true}' > /dev/null \
+          || echo "contextforge: creating the second user failed" >&2
+        BETA_TOKEN=$(cd "$D" && "$CF/bin/python" -m mcpgateway.utils.create_jwt_token --username beta@example.com --exp 600 --admin 2>/dev/null | tail -1)
+        export BETA_TOKEN
+      fi
+      measure contextforge "IBM ContextForge 1.1.0 (HTTP→HTTP, virtual server, JWT)" "$HTTP_DIRECT" \
+        "url = \"http://127.0.0.1:$P/servers/$SID/mcp\"
 tool_prefix = \"$PREFIX\"
-headers = { Authorization = \"Bearer \${CF_TOKEN}\" }") \
-        && row "IBM ContextForge 1.1.0 (HTTP→HTTP, virtual server, JWT)" "$f"
+headers = { Authorization = \"Bearer \${CF_TOKEN}\" }" "http://127.0.0.1:$UP_PORT/mcp"
       ;;
     *) echo "unknown gateway $g" >&2 ;;
   esac
 done
+
+if [ "$MODE" = probe ]; then
+  {
+    echo "Tenant isolation of each gateway, $(date -u +%F): \`mcpbench probe --tenants\` with two"
+    echo "tenants' tokens; the passthrough check where the gateway fronts \`mcpbench serve\` over HTTP."
+    echo
+    printf '%s\n' "${PROBES[@]}"
+  } | tee "${OUT:-/dev/null}"
+  exit 0
+fi
 
 {
   echo "Gateways on $(nproc) cores ($(uname -m), $(date -u +%F)), echo over Streamable HTTP JSON, slices of $SLICE × $PAIRS pairs, one generator thread"

@@ -210,7 +210,12 @@ pub enum Command {
     /// Open one MCP session on a Streamable HTTP endpoint with mcpbench's client, list the
     /// tools, call the ones asked for, and print one line (exit 0 ok, 1 failed, 2 usage). Under
     /// the official conformance suite (MCP_CONFORMANCE_SCENARIO set) the scenario decides what
-    /// to call.
+    /// to call. With --tenants, check a gateway's tenant isolation instead.
+    #[command(
+        after_help = "Examples:\n  mcpbench probe http://127.0.0.1:8080/mcp --call 'echo={\"message\":\"hi\"}'\n  \
+        mcpbench probe https://gw.example/mcp -H \"Authorization: Bearer $MCP_TOKEN\"\n  \
+        mcpbench probe --tenants tenants.toml http://127.0.0.1:9090/mcp --upstream http://127.0.0.1:8080/mcp"
+    )]
     Probe {
         /// The endpoint, e.g. http://127.0.0.1:8080/mcp.
         url: String,
@@ -230,6 +235,21 @@ pub enum Command {
         /// https: accept any certificate (self-signed test servers only).
         #[arg(long)]
         insecure: bool,
+        /// Check the gateway at URL as a hostile tenant would, with the credentials of two or
+        /// more tenants from FILE (TOML: `[[tenant]] name, token | headers`): requests without
+        /// credentials or with a token in the query string, another tenant's session used,
+        /// listened on and ended (POST, GET, DELETE), session ids guessed, and with --upstream
+        /// any tenant credential reaching the upstream. A pass/fail table; exit 1 if a check
+        /// fails.
+        #[arg(long, value_name = "FILE")]
+        tenants: Option<PathBuf>,
+        /// With --tenants: the `mcpbench serve` the gateway fronts (its URL), which says which
+        /// credentials reached it: none may be a tenant's.
+        #[arg(long, value_name = "URL", requires = "tenants")]
+        upstream: Option<String>,
+        /// With --tenants: `text` (a table) or `json`.
+        #[arg(long, default_value = "text", requires = "tenants")]
+        format: TableFormat,
     },
     /// Check this machine for what a load test needs and what would make its measurements
     /// unreliable: open-file and port limits for the planned load, TIME_WAIT, timer and clock
@@ -254,7 +274,7 @@ pub enum Command {
         /// `text` (a table) or `json`: {schema_version, concurrency, quick, findings: [{check,
         /// value, verdict (ok | info | warn), detail, fix (null when nothing to do)}]}.
         #[arg(long, default_value = "text")]
-        format: DoctorFormat,
+        format: TableFormat,
     },
     /// Serve mcpbench itself as an MCP server on stdin/stdout, so that an AI agent can
     /// load-test a server: tools `probe` (revision, server, tools, latencies), `run` (a
@@ -514,9 +534,9 @@ pub enum CompareFormat {
     Json,
 }
 
-/// `doctor` output formats.
+/// Output of `doctor` and `probe --tenants`: a table, or JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DoctorFormat {
+pub enum TableFormat {
     Text,
     Json,
 }
@@ -588,14 +608,23 @@ pub fn execute(cli: Cli) -> ExitCode {
             headers,
             timeout,
             insecure,
-        } => probe(ProbeOptions {
-            url,
-            protocol,
-            calls,
-            headers,
-            timeout,
-            insecure,
-        }),
+            tenants,
+            upstream,
+            format,
+        } => {
+            let o = ProbeOptions {
+                url,
+                protocol,
+                calls,
+                headers,
+                timeout,
+                insecure,
+            };
+            match tenants {
+                Some(file) => probe_tenants(o, &file, upstream, format),
+                None => probe(o),
+            }
+        }
         Command::Validate { scenario, connect } => validate(&scenario, connect),
         Command::Doctor {
             concurrency,
@@ -844,11 +873,11 @@ fn compare(
 
 /// `doctor`: the findings as a table or JSON; exit 1 if any would make measurements
 /// unreliable.
-fn doctor(o: &crate::doctor::Options, format: DoctorFormat) -> ExitCode {
+fn doctor(o: &crate::doctor::Options, format: TableFormat) -> ExitCode {
     let report = crate::doctor::examine(o);
     match format {
-        DoctorFormat::Text => print!("{}", crate::doctor::render_text(&report)),
-        DoctorFormat::Json => match serde_json::to_string_pretty(&report) {
+        TableFormat::Text => print!("{}", crate::doctor::render_text(&report)),
+        TableFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),
             Err(e) => return error(e),
         },
@@ -945,6 +974,46 @@ fn probe(mut o: ProbeOptions) -> ExitCode {
         Err(ProbeError::Usage(e)) => error(e),
         Err(ProbeError::Failed(e)) => {
             eprintln!("probe failed: {}: {e}", o.url);
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// `probe --tenants`: the isolation checks as a table or JSON; exit 1 if one failed.
+fn probe_tenants(
+    probe: ProbeOptions,
+    file: &std::path::Path,
+    upstream: Option<String>,
+    format: TableFormat,
+) -> ExitCode {
+    let tenants = match probe::tenants::load(file, &|v| std::env::var(v).ok()) {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    let url = probe.url.clone();
+    let o = probe::tenants::TenantsOptions {
+        probe,
+        tenants,
+        upstream,
+    };
+    match probe::tenants::run(&o) {
+        Ok(checks) => {
+            match format {
+                TableFormat::Text => print!("{}", probe::tenants::table(&url, &checks)),
+                TableFormat::Json => println!("{:#}", probe::tenants::to_json(&url, &checks)),
+            }
+            let failed = checks
+                .iter()
+                .any(|c| c.verdict == probe::tenants::Verdict::Fail);
+            if failed {
+                ExitCode::from(EXIT_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(ProbeError::Usage(e)) => error(e),
+        Err(ProbeError::Failed(e)) => {
+            eprintln!("probe failed: {e}");
             ExitCode::from(EXIT_FAILED)
         }
     }
@@ -1179,6 +1248,15 @@ pub struct GatewayArgs {
     /// stdio:COMMAND ARGS…. Repeat for several.
     #[arg(long = "upstream", value_name = "NAME=TARGET")]
     upstreams: Vec<String>,
+    /// A header the gateway sends upstream NAME on every request: its credentials there, e.g.
+    /// `ref=Authorization: Bearer ${REF_TOKEN}` (`${VAR}` from the environment; never logged).
+    /// The only credentials an upstream gets: clients' never leave the gateway. Repeatable.
+    #[arg(
+        long = "upstream-header",
+        value_name = "NAME=HEADER: VALUE",
+        requires = "upstreams"
+    )]
+    upstream_headers: Vec<String>,
     #[command(flatten)]
     upstream: UpstreamArgs,
     /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
@@ -1252,6 +1330,12 @@ fn started(gw: &crate::gateway::Gateway) {
             s.revision,
             s.took.as_secs_f64() * 1000.0
         );
+        for t in &s.refused {
+            eprintln!(
+                "upstream {}: tool {t:?} left out: its name holds whitespace or a control character",
+                s.name
+            );
+        }
     }
 }
 
@@ -1272,12 +1356,16 @@ impl GatewayArgs {
             return Ok(());
         }
         let tls = self.upstream.tls();
-        let specs = self
+        let mut specs = self
             .upstreams
             .iter()
             .map(|s| crate::gateway::UpstreamSpec::parse(s, self.upstream.upstream_timeout, &tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
+        crate::gateway::add_headers(&mut specs, &self.upstream_headers, &|v| {
+            std::env::var(v).ok()
+        })
+        .map_err(|e| e.to_string())?;
         let gw = crate::gateway::Gateway::start(specs, &self.upstream.options(threads))
             .map_err(|e| e.to_string())?;
         started(&gw);

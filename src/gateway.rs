@@ -155,6 +155,81 @@ impl UpstreamSpec {
     }
 }
 
+impl UpstreamSpec {
+    /// Adds a header the gateway sends this upstream on every request (`Header: value`,
+    /// `${VAR}` taken from `env`): the operator's credentials for it. These are the only
+    /// credentials an upstream ever gets; a client's never leave the gateway.
+    pub fn add_header(
+        &mut self,
+        header: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), GatewayError> {
+        let fail = |reason: String| GatewayError::Spec {
+            spec: format!("{}=<header>", self.name),
+            reason,
+        };
+        if self.endpoint.kind == TransportKind::Stdio {
+            return Err(fail(
+                "a stdio upstream has no HTTP headers; give it credentials in its environment or arguments".into(),
+            ));
+        }
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(fail(
+                "write NAME=Header: value, e.g. ref=Authorization: Bearer ${REF_TOKEN}".into(),
+            ));
+        };
+        let name = name.trim();
+        if !crate::transport::header_name_ok(name) {
+            return Err(fail(format!("`{name}` is not a header name")));
+        }
+        if crate::transport::RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(fail(format!(
+                "`{name}` is set by the gateway itself, as the protocol requires"
+            )));
+        }
+        let value = crate::scenario::args::expand_env(value.trim(), env)
+            .map_err(|e| fail(format!("header `{name}`: {}", e.message)))?;
+        if !crate::transport::header_value_ok(&value) {
+            return Err(fail(format!(
+                "the value of header `{name}` holds a line break or another control character"
+            )));
+        }
+        self.endpoint.add_header(name, &value);
+        Ok(())
+    }
+}
+
+/// `NAME=Header: value` for each of `headers`, added to the upstream called NAME.
+pub fn add_headers(
+    specs: &mut [UpstreamSpec],
+    headers: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), GatewayError> {
+    for h in headers {
+        let found = h.split_once('=').and_then(|(name, header)| {
+            let spec = specs.iter_mut().find(|s| s.name == name.trim())?;
+            Some((spec, header))
+        });
+        let Some((spec, header)) = found else {
+            return Err(GatewayError::Spec {
+                spec: h.split_once(':').map_or(h.as_str(), |(n, _)| n).to_string(),
+                reason:
+                    "names no --upstream; write NAME=Header: value with NAME one of the upstreams"
+                        .into(),
+            });
+        };
+        spec.add_header(header, env)?;
+    }
+    Ok(())
+}
+
+/// Whether a tool name an upstream lists can be listed and called through the gateway: no
+/// whitespace and no control characters (a CR or LF in a name would reach other servers'
+/// headers and every log line that names it).
+fn usable_tool_name(name: &str) -> bool {
+    !name.is_empty() && !name.chars().any(|c| c.is_control() || c.is_whitespace())
+}
+
 /// How the gateway speaks TLS to its https/wss upstreams.
 #[derive(Debug, Clone)]
 pub struct UpstreamTls {
@@ -187,6 +262,9 @@ pub struct Started {
     pub tools: usize,
     /// Opening its session and listing its tools.
     pub took: Duration,
+    /// Tools it listed whose names hold whitespace or control characters: not listed, not
+    /// callable.
+    pub refused: Vec<String>,
 }
 
 /// Per upstream: its endpoint and, per gateway tool, the call spec on it.
@@ -301,11 +379,14 @@ impl Gateway {
                 reason,
             })?;
             let modern = !ep.protocol.has_handshake();
+            let (listed, refused): (Vec<_>, Vec<_>) =
+                listed.into_iter().partition(|(t, _)| usable_tool_name(t));
             started.push(Started {
                 name: spec.name.clone(),
                 revision: ep.protocol,
                 tools: listed.len(),
                 took,
+                refused: refused.into_iter().map(|(t, _)| t).collect(),
             });
             for (tool, definition) in listed {
                 tools.push(ProxiedTool {
@@ -750,6 +831,64 @@ mod tests {
                 UpstreamSpec::parse(bad, t, &UpstreamTls::default()).is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn operator_headers_are_checked_and_reach_only_their_upstream() {
+        let t = Duration::from_secs(5);
+        let tls = UpstreamTls::default();
+        let mut specs = vec![
+            UpstreamSpec::parse("ref=http://127.0.0.1:9/mcp", t, &tls).unwrap(),
+            UpstreamSpec::parse("other=ws://127.0.0.1:9/ws", t, &tls).unwrap(),
+            UpstreamSpec::parse("py=stdio:python3 s.py", t, &tls).unwrap(),
+        ];
+        let env = |v: &str| (v == "REF_TOKEN").then(|| "s3cret".to_string());
+        add_headers(
+            &mut specs,
+            &["ref=Authorization: Bearer ${REF_TOKEN}".into()],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            specs[0].endpoint.headers,
+            [("Authorization".to_string(), "Bearer s3cret".to_string())]
+        );
+        assert!(specs[1].endpoint.headers.is_empty());
+        for (bad, says) in [
+            ("ref=X-Key: a\r\nX-Injected: 1", "control character"),
+            ("ref=X-Key: a\u{1b}[31m", "control character"),
+            ("ref=Bad Name: a", "not a header name"),
+            ("ref=Mcp-Session-Id: a", "set by the gateway"),
+            ("ref=X-Key: ${NOPE}", "NOPE"),
+            ("ref=no colon", "NAME=Header: value"),
+            ("nobody=X-Key: a", "names no --upstream"),
+            ("py=X-Key: a", "stdio upstream"),
+        ] {
+            let e = add_headers(&mut specs, &[bad.into()], &env)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(!e.contains("s3cret"));
+        }
+        assert_eq!(specs[0].endpoint.headers.len(), 1, "nothing half-added");
+    }
+
+    #[test]
+    fn tool_names_with_control_characters_are_unusable() {
+        for ok in ["echo", "get-invoice", "a.b_c/d", "名前"] {
+            assert!(usable_tool_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "a\r\nb",
+            "a b",
+            "a\tb",
+            "esc\u{1b}",
+            "del\u{7f}",
+            "nbsp\u{a0}",
+        ] {
+            assert!(!usable_tool_name(bad), "{bad:?}");
         }
     }
 

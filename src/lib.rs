@@ -12,7 +12,8 @@
 //!             server: tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
 //!             protocol revisions (version); tool input schemas (schema)
-//! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); the one SSE
+//! transport/  the Session trait; TCP/TLS (net); hot-path HTTP/1.1 (http1); one request on a
+//!             fresh connection, off the hot path (exchange); the one SSE
 //!             decoder (sse); WebSocket framing (ws); sessions over Streamable HTTP
 //!             (streamable_http) and over multiplexed connections (mux: stdio, websocket,
 //!             sse_legacy)
@@ -41,15 +42,17 @@
 //!             each finding with its fix; uses driver::limits' arithmetic
 //! server/     the reference MCP server: every transport and revision, serve(listener,
 //!             config, shutdown) and serve_stdio; wire, context and response helpers below
-//!             dispatch, tools, sessions and the transports; TLS
+//!             dispatch, tools, sessions (each its tenant's) and the transports; TLS;
+//!             tenants (policy), audit, credentials that reached it (credentials)
 //! gateway     the reference gateway's upstream side (`serve --upstream`): pooled client
 //!             sessions to upstream servers over any transport on their own I/O threads,
 //!             behind server::proxy::Proxy
 //! agent/      `mcpbench mcp`: probe, run and compare as MCP tools for AI agents, served by
 //!             the reference server's stdio transport (its Proxy seam, its own Identity);
 //!             targets on an allow-list, runs within bounds (guard), results under a root
-//! probe       `mcpbench probe URL`: one session with the client transport, tools listed and
-//!             called, one-line report (the conformance suite's client scenarios)
+//! probe/      `mcpbench probe URL`: one session with the client transport, tools listed and
+//!             called, one-line report (the conformance suite's client scenarios); a gateway's
+//!             tenant isolation checked as a hostile tenant would (tenants: --tenants FILE)
 //! trace       the trace format (versioned JSON Lines of tools/list and tools/call: arrival,
 //!             session, params, result digest, latency, outcome), read, written, redacted
 //! record      `mcpbench record` (the gateway in front of one upstream, tools unprefixed, the

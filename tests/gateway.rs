@@ -10,7 +10,7 @@ use mcpbench::gateway::{Gateway, GatewayOptions, UpstreamSpec, UpstreamTls};
 use mcpbench::report::summary::{Operation, Summary};
 use mcpbench::server::{Config, EmbeddedServers, ResponseMode, audit::Audit, policy::Policy};
 
-use crate::support::{backend_stats, launch, run_in, scratch, servers};
+use crate::support::{self, backend_stats, launch, run_in, scratch, servers, upstream_specs};
 
 /// The gateway in front of `upstreams` (`NAME=TARGET`), with an optional policy and audit log.
 fn gateway(upstreams: &[String], policy: Option<&str>, audit: Option<&Path>) -> EmbeddedServers {
@@ -23,29 +23,15 @@ fn gateway_with(
     audit: Option<&Path>,
     delay: Duration,
 ) -> EmbeddedServers {
-    let specs = upstreams
-        .iter()
-        .map(|s| {
-            UpstreamSpec::parse(s, Duration::from_secs(10), &UpstreamTls::default())
-                .expect("upstream spec")
-        })
-        .collect();
-    let gw = Gateway::start(
-        specs,
-        &GatewayOptions {
-            threads: 2,
-            pool: 16,
-            timeout: Duration::from_secs(10),
+    support::gateway(
+        upstream_specs(upstreams),
+        Config {
+            policy: policy.map(|p| Arc::new(Policy::parse(p).expect("policy"))),
+            audit: audit.map(|a| Arc::new(Audit::create(a, false).expect("audit file"))),
+            call_delay: delay,
+            ..Config::default()
         },
     )
-    .expect("the upstreams answer");
-    launch(Config {
-        proxy: Some(gw),
-        policy: policy.map(|p| Arc::new(Policy::parse(p).expect("policy"))),
-        audit: audit.map(|a| Arc::new(Audit::create(a, false).expect("audit file"))),
-        call_delay: delay,
-        ..Config::default()
-    })
 }
 
 fn op<'a>(s: &'a Summary, name: &str) -> &'a Operation {

@@ -37,4 +37,5 @@ mod server_tls;
 mod server_ws;
 mod signals;
 mod target_resources;
+mod tenants;
 mod terminal;

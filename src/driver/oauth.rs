@@ -6,14 +6,14 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
 use serde::Deserialize;
 
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::percent_encode;
 use crate::scenario::plan::OAuth;
-use crate::transport::net::{self, NetTarget};
+use crate::transport::exchange::{ExchangeError, exchange};
+use crate::transport::net::NetTarget;
 
 /// Largest token response read.
 const MAX_RESPONSE: usize = 64 * 1024;
@@ -74,15 +74,6 @@ impl TokenEndpoint {
 
     /// Asks for a token; the outcome class of a failure (HTTP status, connect, bad answer).
     pub async fn fetch(&self) -> Result<Token, Outcome> {
-        let stream = net::connect(&self.net)
-            .await
-            .map_err(|_| Outcome::Connect)?;
-        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| Outcome::Connect)?;
-        let driver = tokio::spawn(async move {
-            let _ = conn.await;
-        });
         let req = hyper::Request::post(self.path.as_str())
             .header("host", self.host.as_str())
             .header("content-type", "application/x-www-form-urlencoded")
@@ -93,22 +84,16 @@ impl TokenEndpoint {
             )
             .body(Full::new(self.form.clone()))
             .map_err(|_| Outcome::Protocol(ProtocolKind::BadHttp))?;
-        let result = async {
-            let resp = send.send_request(req).await.map_err(|_| Outcome::Io)?;
-            let status = resp.status().as_u16();
-            let body = Limited::new(resp.into_body(), MAX_RESPONSE)
-                .collect()
-                .await
-                .map_err(|_| Outcome::Io)?
-                .to_bytes();
-            if status != 200 {
-                return Err(Outcome::Http(status));
-            }
-            parse(&body, self.refresh_before, Instant::now())
+        let answer = exchange(&self.net, req, MAX_RESPONSE, true)
+            .await
+            .map_err(|e| match e {
+                ExchangeError::Connect => Outcome::Connect,
+                ExchangeError::Io | ExchangeError::TooLarge(_) => Outcome::Io,
+            })?;
+        if answer.status != 200 {
+            return Err(Outcome::Http(answer.status));
         }
-        .await;
-        driver.abort();
-        result
+        parse(&answer.body, self.refresh_before, Instant::now())
     }
 }
 

@@ -13,26 +13,11 @@ use super::{ScenarioError, Source};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::{Revision, UnknownRevision};
 use crate::transport::net::Trust;
-use crate::transport::{CommandSpec, TransportKind};
+use crate::transport::{
+    CommandSpec, RESERVED_HEADERS, TransportKind, header_name_ok, header_value_ok,
+};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-/// Headers mcpbench sets itself, as the protocol requires: a scenario may not override them.
-const RESERVED_HEADERS: &[&str] = &[
-    "content-length",
-    "content-type",
-    "accept",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-protocol",
-];
 
 /// A remote target: transport, URL or command, revision, HTTP version, TLS trust, headers.
 pub(super) fn target(
@@ -442,8 +427,7 @@ fn headers(
 ) -> Result<Vec<(String, String)>, ScenarioError> {
     let mut out = Vec::with_capacity(raw.len());
     for (name, value) in raw {
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if name.is_empty() || !name.bytes().all(token) {
+        if !header_name_ok(name) {
             return Err(src.error(
                 value.span(),
                 format!("`{name}` is not a valid header name"),
@@ -464,11 +448,13 @@ fn headers(
                 Some("export the variable before running, e.g. MCP_TOKEN=… mcpbench run …".into()),
             )
         })?;
-        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        if !header_value_ok(&v) {
             return Err(src.error(
                 value.span(),
-                format!("the value of header `{name}` contains a line break"),
-                None,
+                format!(
+                    "the value of header `{name}` contains a line break or another control character"
+                ),
+                Some("header values are one line of printable text (tabs allowed)".into()),
             ));
         }
         out.push((name.clone(), v));
@@ -626,9 +612,9 @@ fn credentials(
                 }
             }
             let clean = headers.iter().all(|(k, v)| {
-                !k.is_empty()
+                header_name_ok(k)
                     && !RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str())
-                    && !v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+                    && header_value_ok(v)
             });
             if headers.is_empty() || !clean {
                 return Err(bad(format!(
@@ -816,4 +802,30 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
         port,
         path: path.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::refusal;
+
+    /// A header value with a line break or another control character would let the value
+    /// write a header (or garble a log line) of its own: refused, named by key and line.
+    #[test]
+    fn header_values_with_control_characters_are_refused() {
+        for value in [
+            r"a\r\nX-Injected: 1",
+            r"a\nb",
+            r"esc\u001b[31m",
+            r"nul\u0000",
+            r"del\u007f",
+        ] {
+            let text = format!(
+                "[target]\nurl = \"http://localhost:8080/mcp\"\nheaders = {{ X-Key = \"{value}\" }}\n[[workload]]\nmethod = \"tools/list\"\n"
+            );
+            let d = refusal(&text);
+            assert_eq!(d.key, "target.headers.X-Key", "{value}: {d}");
+            assert_eq!(d.line, 3, "{value}: {d}");
+            assert!(d.message.contains("control character"), "{value}: {d}");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Audit events as JSON lines (`mcpbench serve --audit FILE`): one line per discovery
 //! (`tools/list` page), per invocation (`tools/call`, whatever became of it: ok, tool_error,
-//! error, denied, rate_limited) and per error (authentication, upstream). Discoveries and
+//! error, denied, rate_limited) and per error (authentication, upstream, a session cap, a
+//! request naming another tenant's session). Discoveries and
 //! invocations name the client session by its number (from 1, in order of appearance — the
 //! numbers of `mcpbench record`'s traces), so `mcpbench trace from-audit` can replay them
 //! session by session. Arguments are redacted unless asked for; tokens are never written. Lines
@@ -141,6 +142,30 @@ impl Audit {
             write_json_str(l, kind);
             l.extend_from_slice(br#","context":"#);
             write_json_str(l, context);
+        });
+    }
+
+    /// A request of `tenant` that named a session of `owner` (refused as an unknown session):
+    /// the session's number and the request (`POST`, `GET`, `DELETE`), never the session id.
+    pub(crate) fn foreign_session(
+        &self,
+        tenant: Option<&str>,
+        owner: Option<&str>,
+        session: u64,
+        request: &str,
+    ) {
+        self.line("error", tenant, |l| {
+            l.extend_from_slice(br#","type":"foreign_session","owner":"#);
+            match owner {
+                Some(o) => write_json_str(l, o),
+                None => l.extend_from_slice(b"null"),
+            }
+            write_session(l, Some(session));
+            l.extend_from_slice(br#","request":"#);
+            write_json_str(l, request);
+            l.extend_from_slice(
+                br#","context":"the request named a session of another tenant; answered as an unknown session""#,
+            );
         });
     }
 

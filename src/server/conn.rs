@@ -102,6 +102,12 @@ impl Conn {
         self.tenant
     }
 
+    /// The session's number in audit lines and traces.
+    pub(crate) fn number(&self) -> u64 {
+        let rev = self.revision().unwrap_or(Revision::V2024_11_05);
+        self.state.session_number(Some(&self.peer(rev)))
+    }
+
     /// The writer's channel.
     pub(crate) fn sink(&self) -> &Sink {
         &self.out

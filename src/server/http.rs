@@ -27,7 +27,7 @@ use super::response::{
     SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
     respond, sse, too_many, unauthorized, unavailable,
 };
-use super::session::{ResumeError, Session};
+use super::session::{Lookup, ResumeError, Session, audit_foreign, seat};
 use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
 use super::{ResponseMode, State, legacy_sse, stateless, ws};
 use crate::protocol::jsonrpc::code;
@@ -123,6 +123,7 @@ enum Route {
     Sse,
     Messages,
     Ws,
+    Seen,
 }
 
 /// Handles one HTTP request to the server.
@@ -141,6 +142,8 @@ pub(crate) async fn handle(
         Route::Messages
     } else if path == c.ws_path {
         Route::Ws
+    } else if path == super::credentials::PATH && state.seen.is_some() {
+        Route::Seen
     } else {
         return Ok(http_error(
             StatusCode::NOT_FOUND,
@@ -155,34 +158,74 @@ pub(crate) async fn handle(
             why,
         ));
     }
-    let tenant = match authenticate(state, req.headers(), cert_names) {
+    if let Some(seen) = &state.seen {
+        seen.note(req.headers());
+    }
+    let tenant = match authenticate(state, &req, cert_names) {
         Ok(t) => t,
         Err(refused) => return Ok(*refused),
     };
     Ok(match route {
         Route::Mcp => match *req.method() {
             Method::POST => post(state, req, tenant).await,
-            Method::DELETE => delete(state, &req),
-            Method::GET => resume(state, &req),
+            Method::DELETE => delete(state, &req, tenant),
+            Method::GET => resume(state, &req, tenant),
             _ => method_not_allowed("POST, GET, DELETE"),
         },
         Route::Sse => legacy_sse::open(state, &req, tenant),
         Route::Messages => legacy_sse::post(state, req, tenant).await,
         Route::Ws => ws::upgrade(state, req, tenant),
+        Route::Seen => match (req.method(), &state.seen) {
+            (&Method::GET, Some(seen)) => json(StatusCode::OK, seen.to_json()),
+            _ => method_not_allowed("GET"),
+        },
     })
 }
 
-/// The tenant of a request under the server's policy (`None` without one), or the 401 to
-/// answer. Every request carries its credentials (MCP authorization); the token is never
-/// logged.
+/// Query parameters that carry a token in the URI, where logs and proxies keep it: refused
+/// under a policy (MCP authorization: tokens MUST NOT be in the query string).
+const QUERY_TOKENS: [&str; 6] = [
+    "access_token",
+    "token",
+    "api_key",
+    "apikey",
+    "auth",
+    "authorization",
+];
+
+fn token_in_query(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&').any(|kv| {
+            let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+            QUERY_TOKENS.iter().any(|t| t.eq_ignore_ascii_case(key))
+        })
+    })
+}
+
+/// The tenant of a request under the server's policy (`None` without one), or the 401 (400 for
+/// a token in the query string) to answer. Every request carries its credentials (MCP
+/// authorization); the token is never logged.
 fn authenticate(
     state: &State,
-    headers: &HeaderMap,
+    req: &Request<Incoming>,
     cert_names: Option<&[String]>,
 ) -> Result<Option<u16>, Box<Response<Body>>> {
     let Some(policy) = &state.config.policy else {
         return Ok(None);
     };
+    let headers = req.headers();
+    if token_in_query(req.uri().query()) {
+        let why =
+            "Bad Request: a token in the query string is refused; send it as Authorization: Bearer";
+        if let Some(a) = &state.config.audit {
+            a.error("auth", None, why);
+        }
+        return Err(Box::new(http_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            why,
+        )));
+    }
     let auth = policy.authenticate_with(
         headers
             .get(header::AUTHORIZATION)
@@ -200,7 +243,7 @@ fn authenticate(
     Err(Box::new(unauthorized(why)))
 }
 
-fn delete(state: &State, req: &Request<Incoming>) -> Response<Body> {
+fn delete(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
     match req.headers().get(SESSION) {
         // A 2026-07-28 client has no session to end (mcp-protocol.md §3.4).
         None if req.headers().get(VERSION).map(HeaderValue::as_bytes)
@@ -213,16 +256,20 @@ fn delete(state: &State, req: &Request<Incoming>) -> Response<Body> {
             code::INVALID_REQUEST,
             "Bad Request: Mcp-Session-Id header is required",
         ),
-        Some(id) if state.sessions.remove(id.as_bytes()) => {
-            respond(StatusCode::OK, None, Body::empty())
-        }
-        Some(_) => http_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+        Some(id) => match state.sessions.remove(id.as_bytes(), tenant) {
+            Ok(()) => respond(StatusCode::OK, None, Body::empty()),
+            Err(Lookup::Foreign(s)) => {
+                audit_foreign(state, tenant, &s, "DELETE");
+                SessionError::Unknown.response()
+            }
+            Err(Lookup::Unknown) => SessionError::Unknown.response(),
+        },
     }
 }
 
 /// GET: only the resumption of a parked stream (`Last-Event-ID: <stream>-<n>`, this server's
 /// event ids); without one there is no server stream to open.
-fn resume(state: &State, req: &Request<Incoming>) -> Response<Body> {
+fn resume(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
     let modern =
         headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
@@ -230,7 +277,7 @@ fn resume(state: &State, req: &Request<Incoming>) -> Response<Body> {
     let Some(last) = headers.get("last-event-id").filter(|_| !modern) else {
         return method_not_allowed("POST, DELETE");
     };
-    let session = match session_of(state, headers) {
+    let session = match session_of(state, headers, tenant, "GET") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -321,11 +368,15 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
                 "Invalid Request: initialize must be a request",
             );
         };
+        let seat = match seat(state, tenant) {
+            Ok(seat) => seat,
+            Err(refused) => return *refused,
+        };
         let (rev, out) = state.initialize(id, msg.params);
         let Some((rev, caps)) = rev else {
             return reply(state, None, out, None);
         };
-        return match state.sessions.create(rev) {
+        return match state.sessions.create(rev, tenant, seat) {
             Ok(session) => {
                 session.client.set_caps(caps);
                 reply(state, Some(&session), out, Some(session.header_value()))
@@ -340,7 +391,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
         };
     }
 
-    let session = match session_of(state, headers) {
+    let session = match session_of(state, headers, tenant, "POST") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -403,13 +454,23 @@ impl SessionError {
     }
 }
 
-/// The session a request names, checked against its `MCP-Protocol-Version` header.
-fn session_of(state: &State, headers: &HeaderMap) -> Result<Arc<Session>, SessionError> {
+/// The session a request of `tenant` names, checked against its `MCP-Protocol-Version` header.
+/// Another tenant's session is answered as an unknown one (and audited as `request`).
+fn session_of(
+    state: &State,
+    headers: &HeaderMap,
+    tenant: Option<u16>,
+    request: &str,
+) -> Result<Arc<Session>, SessionError> {
     let sid = headers.get(SESSION).ok_or(SessionError::Missing)?;
-    let session = state
-        .sessions
-        .get(sid.as_bytes())
-        .ok_or(SessionError::Unknown)?;
+    let session = match state.sessions.get(sid.as_bytes(), tenant) {
+        Ok(s) => s,
+        Err(Lookup::Foreign(s)) => {
+            audit_foreign(state, tenant, &s, request);
+            return Err(SessionError::Unknown);
+        }
+        Err(Lookup::Unknown) => return Err(SessionError::Unknown),
+    };
     // 2025-06-18+: the header names the negotiated revision; absent means 2025-03-26. A header
     // naming 2025-03-26 (the revision without the header) says no more than its absence, so it
     // is accepted on any session like no header is (the TypeScript SDK and the conformance
@@ -439,7 +500,7 @@ async fn batch(
             "Bad Request: Mcp-Session-Id header is required (and initialize is never sent in a JSON-RPC batch)",
         );
     }
-    let session = match session_of(state, headers) {
+    let session = match session_of(state, headers, tenant, "POST") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -560,5 +621,22 @@ mod tests {
         assert!(!accepts_both(&h));
         h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
         assert!(accepts_both(&h));
+    }
+
+    #[test]
+    fn tokens_in_query_strings() {
+        for q in [
+            "access_token=x",
+            "a=1&token=x",
+            "API_KEY=x",
+            "auth",
+            "sessionId=1&Authorization=Bearer%20x",
+        ] {
+            assert!(token_in_query(Some(q)), "{q}");
+        }
+        for q in ["sessionId=abc", "tokens=1", "x=access_token", ""] {
+            assert!(!token_in_query(Some(q)), "{q}");
+        }
+        assert!(!token_in_query(None));
     }
 }

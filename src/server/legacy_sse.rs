@@ -20,9 +20,11 @@ use tokio::sync::mpsc;
 use super::State;
 use super::body::{Body, SseStream};
 use super::conn::{Conn, Received};
+use super::policy::Seat;
 use super::response::{
     http_error, json, media_type, method_not_allowed, read_body, respond, sse, unavailable,
 };
+use super::session::seat;
 use crate::protocol::jsonrpc::code;
 
 /// Open legacy sessions by id.
@@ -53,10 +55,11 @@ impl LegacySessions {
     }
 }
 
-/// Removes the session when its stream is dropped.
+/// Removes the session when its stream is dropped (and gives its tenant's seat back).
 struct Close {
     state: Arc<State>,
     id: u128,
+    _seat: Option<Seat>,
 }
 
 impl Drop for Close {
@@ -83,6 +86,10 @@ pub(crate) fn open(
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
+    let seat = match seat(state, tenant) {
+        Ok(seat) => seat,
+        Err(refused) => return *refused,
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let conn = Conn::new(state.clone(), tx, tenant);
     let id: u128 = rand::rng().random();
@@ -111,6 +118,7 @@ pub(crate) fn open(
         .guard(Close {
             state: state.clone(),
             id,
+            _seat: seat,
         });
     sse(Body::stream(stream))
 }
@@ -155,11 +163,12 @@ pub(crate) async fn post(
         },
     };
     if conn.tenant() != tenant {
-        return http_error(
-            StatusCode::FORBIDDEN,
-            code::INVALID_REQUEST,
-            "Forbidden: the session belongs to another tenant",
-        );
+        // Answered exactly like an unknown session: nothing says the id is in use.
+        if let Some(a) = &state.config.audit {
+            let (who, owner) = (state.tenant_name(tenant), state.tenant_name(conn.tenant()));
+            a.foreign_session(who, owner, conn.number(), "POST");
+        }
+        return http_error(StatusCode::NOT_FOUND, -32001, "Session not found");
     }
     if media_type(req.headers(), header::CONTENT_TYPE).as_deref() != Some("application/json") {
         return http_error(

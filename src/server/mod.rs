@@ -13,6 +13,7 @@
 //! ```text
 //! wire        JSON-RPC on the wire: envelopes, params, responses and errors as bytes,
 //!             2026-07-28 _meta checks, server info and result tail, result_json, discover
+//! credentials which credentials reached the server (fingerprints, GET /seen-credentials)
 //! body        response bodies: complete, or SSE streams (event ids, keep-alives, driven work)
 //! cancel      in-flight requests per session (notifications/cancelled, server requests)
 //! peer        what a session knows about its client: capabilities, log level, subscriptions
@@ -27,7 +28,7 @@
 //!             (crate::trace) as it completes (only with Config::record)
 //! dispatch    transport-independent JSON-RPC: begin/run a request, batches, notifications
 //! response    HTTP responses every endpoint shares (statuses, SSE headers, bounded bodies)
-//! session     Streamable HTTP sessions
+//! session     Streamable HTTP sessions (bound to their tenant), tenants' session caps
 //! conn        one session over an ordered message stream (stdio, WebSocket, legacy SSE)
 //! stateless   Streamable HTTP at /mcp for 2026-07-28 (headers, statuses)
 //! legacy_sse  HTTP+SSE (2024-11-05) at /sse + /messages
@@ -49,6 +50,7 @@ mod body;
 mod cancel;
 mod conn;
 mod context;
+pub mod credentials;
 mod dispatch;
 mod embedded;
 mod fixtures;
@@ -243,6 +245,8 @@ pub struct State {
     pub(crate) sessions: session::Sessions,
     /// Legacy HTTP+SSE sessions.
     pub(crate) legacy: legacy_sse::LegacySessions,
+    /// Credentials that reached the server (only without a policy: see `credentials`).
+    pub(crate) seen: Option<credentials::Seen>,
     /// Fires when the server shuts down: long-lived streams and WebSockets end.
     pub closing: CancellationToken,
     active: AtomicUsize,
@@ -304,6 +308,7 @@ impl State {
                 config.max_in_flight,
             ),
             legacy: legacy_sse::LegacySessions::new(config.max_sessions),
+            seen: config.policy.is_none().then(credentials::Seen::new),
             closing: CancellationToken::new(),
             active: AtomicUsize::new(0),
             connections: mock_backend::accept::Connections::new(config.max_connections),

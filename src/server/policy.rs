@@ -11,14 +11,22 @@
 //! tools = ["ref__echo", "ref__get-*"]  # globs (`*`) over the names tools/list shows; absent: all
 //! rate = 50                       # tools/call per second; absent: unlimited
 //! burst = 10                      # bucket size (default: one second's worth, at least 1)
+//! sessions = 1000                 # sessions open at once; absent: an equal share of the server's
 //! ```
 //!
 //! The catalog check (every pattern matches some tool) happens when the server builds its
 //! registry, since only then are the upstreams' tools known.
+//!
+//! Tokens are kept only as SHA-256 digests, and a presented token is found by its digest: no
+//! comparison ever runs over a real token's bytes, so how long a check takes says nothing about
+//! how much of a token a guess got right (a constant-time check), and a dump of the process
+//! holds no token. Names (tenants, certificates, tool patterns) are printable text: a control
+//! character (CR, LF, ESC…) in one is refused, so none can forge an audit line or a header.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -55,6 +63,7 @@ struct RawTenant {
     tools: Option<Vec<String>>,
     rate: Option<f64>,
     burst: Option<f64>,
+    sessions: Option<usize>,
 }
 
 /// One tenant's rules.
@@ -63,8 +72,12 @@ pub struct Tenant {
     pub name: String,
     /// Tool-name globs; `None` allows every tool.
     pub tools: Option<Vec<String>>,
-    /// `tools/call` rate limit.
+    /// `tools/call` rate limit: one bucket for the tenant, however many sessions it opens.
     pub bucket: Option<Bucket>,
+    /// Sessions the tenant may have open at once (`None`: an equal share of the server's cap).
+    pub max_sessions: Option<usize>,
+    /// Sessions it has open (every transport), counted by [`Seat`]s.
+    open: Arc<AtomicUsize>,
 }
 
 impl Tenant {
@@ -80,10 +93,45 @@ impl Tenant {
 #[derive(Debug)]
 pub struct Policy {
     pub tenants: Vec<Tenant>,
-    tokens: HashMap<String, u16>,
+    /// SHA-256 of each token → its tenant (see the module doc).
+    tokens: HashMap<Digest, u16>,
     /// Client certificate names (subject CN, DNS names) → tenant.
     certs: HashMap<String, u16>,
     anonymous: Option<u16>,
+}
+
+/// A token's SHA-256 digest.
+type Digest = [u8; 32];
+
+fn digest(token: &[u8]) -> Digest {
+    let d = ring::digest::digest(&ring::digest::SHA256, token);
+    let mut out = [0; 32];
+    out.copy_from_slice(d.as_ref());
+    out
+}
+
+/// Whether `s` holds a control character (CR, LF, NUL, ESC, DEL…): refused in every name.
+pub fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+/// A session a tenant holds open: counted against its cap until dropped.
+#[derive(Debug)]
+pub struct Seat {
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A tenant is at its session cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtCap {
+    /// The cap it is at.
+    pub max: usize,
 }
 
 /// Who sent a request, as the policy sees it.
@@ -120,6 +168,12 @@ impl Policy {
         let mut certs = HashMap::new();
         for (i, t) in raw.tenant.into_iter().enumerate() {
             let name = t.name.trim().to_string();
+            if has_control(&name) {
+                return Err(format!(
+                    "tenant #{}: its name holds a control character (CR, LF, tab…); names are printable text",
+                    i + 1
+                ));
+            }
             if name.is_empty() || tenants.iter().any(|x: &Tenant| x.name == name) {
                 return Err(format!(
                     "tenant #{}: name `{name}` is empty or used twice; give each [[tenant]] its own name",
@@ -133,15 +187,17 @@ impl Policy {
                         "tenant `{name}`: a token is empty or holds whitespace (the token itself is not shown)"
                     ));
                 }
-                if tokens.insert(token, index).is_some() {
+                if tokens.insert(digest(token.as_bytes()), index).is_some() {
                     return Err(format!(
                         "tenant `{name}`: a token already belongs to another tenant (the token itself is not shown); tokens must be unique"
                     ));
                 }
             }
             for c in t.certs {
-                if c.trim().is_empty() {
-                    return Err(format!("tenant `{name}`: a certificate name is empty"));
+                if c.trim().is_empty() || has_control(&c) {
+                    return Err(format!(
+                        "tenant `{name}`: a certificate name is empty or holds a control character"
+                    ));
                 }
                 if let Some(other) = certs.insert(c.clone(), index) {
                     return Err(format!(
@@ -177,10 +233,27 @@ impl Policy {
                     "tenant `{name}`: tool pattern `{g}` is empty; write a tool name or a glob like `ref__*`"
                 ));
             }
+            if let Some(g) = t
+                .tools
+                .iter()
+                .flatten()
+                .find(|g| has_control(g) || g.contains(' '))
+            {
+                return Err(format!(
+                    "tenant `{name}`: tool pattern {g:?} holds a space or a control character; tool names have neither"
+                ));
+            }
+            if t.sessions == Some(0) {
+                return Err(format!(
+                    "tenant `{name}`: sessions = 0 would refuse every session; give at least 1, or leave it out for an equal share"
+                ));
+            }
             tenants.push(Tenant {
                 name,
                 tools: t.tools,
                 bucket,
+                max_sessions: t.sessions,
+                open: Arc::new(AtomicUsize::new(0)),
             });
         }
         let anonymous = match raw.anonymous {
@@ -209,7 +282,8 @@ impl Policy {
     }
 
     /// The tenant of a request: its bearer token if it sends one, else its connection's
-    /// client certificate (by any of its names), else the anonymous tenant.
+    /// client certificate (by any of its names), else the anonymous tenant. The token is found
+    /// by its digest (see the module doc); the scheme is case-insensitive (RFC 7235).
     pub fn authenticate_with(&self, authorization: Option<&[u8]>, cert_names: &[String]) -> Auth {
         let Some(value) = authorization else {
             if let Some(&t) = cert_names.iter().find_map(|n| self.certs.get(n)) {
@@ -217,15 +291,38 @@ impl Policy {
             }
             return self.anonymous.map_or(Auth::Missing, Auth::Tenant);
         };
-        let token = value
-            .strip_prefix(b"Bearer ")
-            .or_else(|| value.strip_prefix(b"bearer "))
-            .and_then(|t| std::str::from_utf8(t).ok())
-            .map(str::trim);
-        match token.and_then(|t| self.tokens.get(t)) {
+        let token = match value.split_at_checked(7) {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case(b"bearer ") => rest.trim_ascii(),
+            _ => return Auth::Unknown,
+        };
+        match self.tokens.get(&digest(token)) {
             Some(&i) => Auth::Tenant(i),
             None => Auth::Unknown,
         }
+    }
+
+    /// A session for `tenant`, counted against its cap (`sessions`, else `fair` — the
+    /// server's cap shared equally), or the cap it is at.
+    pub fn seat(&self, tenant: u16, server_max: usize) -> Result<Seat, AtCap> {
+        let Some(t) = self.tenant(tenant) else {
+            return Err(AtCap { max: 0 });
+        };
+        let max = t
+            .max_sessions
+            .unwrap_or_else(|| (server_max / self.tenants.len().max(1)).max(1));
+        if t.open.fetch_add(1, Ordering::Relaxed) >= max {
+            t.open.fetch_sub(1, Ordering::Relaxed);
+            return Err(AtCap { max });
+        }
+        Ok(Seat {
+            open: t.open.clone(),
+        })
+    }
+
+    /// Sessions `tenant` has open now.
+    pub fn open_sessions(&self, tenant: u16) -> usize {
+        self.tenant(tenant)
+            .map_or(0, |t| t.open.load(Ordering::Relaxed))
     }
 
     /// Patterns of a tenant that match none of `names`: a typo would deny silently.
@@ -313,6 +410,84 @@ mod tests {
         assert!(!glob("a*b*c", "a-x-c"));
         assert!(glob("*-invoice", "get-invoice"));
         assert!(!glob("ref__*", "other__echo"));
+        // Exact names: no prefix or suffix tricks unless the glob says so.
+        assert!(!glob("ref__echo", "ref__echo_admin"));
+        assert!(!glob("ref__echo", "xref__echo"));
+        assert!(!glob("ref__echo", "ref__ech"));
+        assert!(glob("ref__echo*", "ref__echo_admin"));
+        assert!(!glob("ref__e?ho", "ref__echo"), "`?` is a literal");
+        let p = Policy::parse("[[tenant]]\nname = \"a\"\ntools = [\"ref__echo\"]").unwrap();
+        assert!(p.tenants[0].allows("ref__echo"));
+        for sneaky in [
+            "ref__echo_admin",
+            "ref__echo ",
+            "ref__echo\r\n",
+            "REF__ECHO",
+            "",
+        ] {
+            assert!(!p.tenants[0].allows(sneaky), "{sneaky:?}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_kept_as_digests_and_checked_whole() {
+        let p = Policy::parse(
+            "[[tenant]]\nname = \"alpha\"\ntokens = [\"alpha-secret-token\"]\n[[tenant]]\nname = \"beta\"\ntokens = [\"beta-secret-token\"]",
+        )
+        .unwrap();
+        let shown = format!("{p:?}");
+        assert!(
+            !shown.contains("secret") && !shown.contains("alpha-secret-token"),
+            "no token in memory dumps or logs: {shown}"
+        );
+        assert_eq!(
+            p.authenticate(Some(b"Bearer alpha-secret-token")),
+            Auth::Tenant(0)
+        );
+        assert_eq!(
+            p.authenticate(Some(b"BEARER beta-secret-token")),
+            Auth::Tenant(1)
+        );
+        assert_eq!(
+            p.authenticate(Some(b"bearer  beta-secret-token ")),
+            Auth::Tenant(1)
+        );
+        for wrong in [
+            &b"Bearer alpha-secret-toke"[..],
+            b"Bearer alpha-secret-token2",
+            b"Bearer ALPHA-SECRET-TOKEN",
+            b"Basic alpha-secret-token",
+            b"alpha-secret-token",
+            b"Bearer",
+            b"Bearer ",
+            b"",
+        ] {
+            assert_eq!(
+                p.authenticate(Some(wrong)),
+                Auth::Unknown,
+                "{}",
+                String::from_utf8_lossy(wrong)
+            );
+        }
+    }
+
+    #[test]
+    fn sessions_are_capped_per_tenant() {
+        let p = Policy::parse(
+            "[[tenant]]\nname = \"alpha\"\nsessions = 2\n[[tenant]]\nname = \"beta\"",
+        )
+        .unwrap();
+        let a1 = p.seat(0, 100).unwrap();
+        let _a2 = p.seat(0, 100).unwrap();
+        assert_eq!(p.seat(0, 100).unwrap_err(), AtCap { max: 2 });
+        assert_eq!(p.open_sessions(0), 2);
+        drop(a1);
+        let _a3 = p.seat(0, 100).expect("a place freed");
+        // beta has no `sessions`: an equal share of the server's cap (100 / 2 tenants).
+        let betas: Vec<Seat> = (0..50).map(|_| p.seat(1, 100).unwrap()).collect();
+        assert_eq!(p.seat(1, 100).unwrap_err(), AtCap { max: 50 });
+        drop(betas);
+        assert_eq!(p.open_sessions(1), 0);
     }
 
     #[test]
@@ -349,6 +524,21 @@ tools = ["echo"]
             ("[[tenant]]\nname = \"a\"\nburst = 3", "burst without rate"),
             ("anonymous = \"z\"\n[[tenant]]\nname = \"a\"", "names no"),
             ("[[tenant]]\nname = \"a\"\nrte = 3", "unknown field"),
+            ("[[tenant]]\nname = \"a\\r\\nb\"", "control character"),
+            (
+                "[[tenant]]\nname = \"a\"\ntokens = [\"x\\r\\n\"]",
+                "whitespace",
+            ),
+            (
+                "[[tenant]]\nname = \"a\"\ncerts = [\"c\\u001b\"]",
+                "control character",
+            ),
+            (
+                "[[tenant]]\nname = \"a\"\ntools = [\"ref__echo\\r\\nX: 1\"]",
+                "control character",
+            ),
+            ("[[tenant]]\nname = \"a\"\ntools = [\"ref echo\"]", "space"),
+            ("[[tenant]]\nname = \"a\"\nsessions = 0", "at least 1"),
         ] {
             let e = Policy::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad:?}: {e}");

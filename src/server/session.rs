@@ -4,18 +4,31 @@
 //! `notifications/cancelled`) sits behind a lock; everything else is atomics — except what
 //! only the conformance fixtures touch (resource subscriptions, parked SSE streams), which is
 //! locked too.
+//!
+//! A session belongs to the tenant that opened it (under a policy): a request of another
+//! tenant that names it — POST, GET resumption, DELETE — finds nothing, exactly as if the id
+//! were unknown, and does not even keep it alive; the refusal is audited with both tenants and
+//! the session's number (never its id). Ids are 128 random bits; a stream's event ids start
+//! with 64 random bits of their own, so neither can be guessed or walked. Each session holds a
+//! [`Seat`] of its tenant's session cap (every transport counts: [`seat`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use hyper::Response;
 use rand::RngExt;
 
-use super::body::{EventIds, SseStream};
+use super::State;
+use super::body::{Body, EventIds, SseStream};
 use super::cancel::InFlight;
 use super::context::Peer;
 use super::peer::ClientState;
+use super::policy::{AtCap, Seat};
+use super::response::too_many;
+use super::wire::error_body;
+use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
 /// One client session, made by `initialize`.
@@ -23,14 +36,16 @@ use crate::protocol::version::Revision;
 pub(crate) struct Session {
     pub id: u128,
     pub revision: Revision,
+    /// The tenant that opened it (under a policy); only its requests find it.
+    pub tenant: Option<u16>,
+    /// Its place under the tenant's session cap, given back when the session goes.
+    _seat: Option<Seat>,
     /// `notifications/initialized` was received.
     pub initialized: AtomicBool,
     /// Cancellable requests of this session.
     pub inflight: Arc<InFlight>,
     /// Capabilities, log level and subscriptions of the client.
     pub client: ClientState,
-    /// SSE streams opened so far (numbers the event ids).
-    streams: AtomicU64,
     last_seen_ms: AtomicU64,
     /// Streams whose connection the server closed mid-call (SEP-1699), waiting for the client's
     /// GET with `Last-Event-ID`, and when each was parked.
@@ -103,11 +118,20 @@ impl Session {
     }
 
     /// Event ids for a new SSE stream of this session, when its revision has them: 2025-11-25
-    /// streams open with a priming event, and ids are unique per session.
+    /// streams open with a priming event. The stream's number is random (64 bits): an event id
+    /// names no other stream, and says nothing about how many there were.
     pub(crate) fn event_ids(&self) -> Option<EventIds> {
-        (self.revision == Revision::V2025_11_25)
-            .then(|| EventIds::new(self.streams.fetch_add(1, Ordering::Relaxed)))
+        (self.revision == Revision::V2025_11_25).then(|| EventIds::new(rand::rng().random()))
     }
+}
+
+/// Why a request cannot use the session it names.
+#[derive(Debug, Clone)]
+pub(crate) enum Lookup {
+    /// No such session (or not a session id at all).
+    Unknown,
+    /// Another tenant's session: answered as [`Unknown`](Self::Unknown), audited apart.
+    Foreign(Arc<Session>),
 }
 
 /// The store is full.
@@ -155,15 +179,22 @@ impl Sessions {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    pub(crate) fn create(&self, revision: Revision) -> Result<Arc<Session>, Full> {
+    /// A new session of `tenant`, holding `seat` (its place under the tenant's cap).
+    pub(crate) fn create(
+        &self,
+        revision: Revision,
+        tenant: Option<u16>,
+        seat: Option<Seat>,
+    ) -> Result<Arc<Session>, Full> {
         let id: u128 = rand::rng().random();
         let s = Arc::new(Session {
             id,
             revision,
+            tenant,
+            _seat: seat,
             initialized: AtomicBool::new(false),
             inflight: InFlight::new(self.max_in_flight),
             client: ClientState::default(),
-            streams: AtomicU64::new(0),
             last_seen_ms: AtomicU64::new(self.now_ms()),
             parked: Mutex::new(Vec::new()),
             has_parked: AtomicBool::new(false),
@@ -176,30 +207,39 @@ impl Sessions {
         Ok(s)
     }
 
-    /// Finds a session by its header value and marks it used.
-    pub(crate) fn get(&self, header: &[u8]) -> Option<Arc<Session>> {
-        let id = parse_id(header)?;
+    /// Finds `tenant`'s session by its header value and marks it used (another tenant's is
+    /// not touched).
+    pub(crate) fn get(&self, header: &[u8], tenant: Option<u16>) -> Result<Arc<Session>, Lookup> {
+        let id = parse_id(header).ok_or(Lookup::Unknown)?;
         let s = self
             .map
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(&id)
-            .cloned()?;
+            .cloned()
+            .ok_or(Lookup::Unknown)?;
+        if s.tenant != tenant {
+            return Err(Lookup::Foreign(s));
+        }
         s.last_seen_ms.store(self.now_ms(), Ordering::Relaxed);
-        Some(s)
+        Ok(s)
     }
 
-    /// Ends a session; its requests in flight are cancelled.
-    pub(crate) fn remove(&self, header: &[u8]) -> bool {
-        let Some(id) = parse_id(header) else {
-            return false;
-        };
-        let removed = self
-            .map
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        removed.map(|s| s.inflight.cancel_all()).is_some()
+    /// Ends `tenant`'s session; its requests in flight are cancelled. Another tenant's stays.
+    pub(crate) fn remove(&self, header: &[u8], tenant: Option<u16>) -> Result<(), Lookup> {
+        let id = parse_id(header).ok_or(Lookup::Unknown)?;
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        match map.get(&id) {
+            None => Err(Lookup::Unknown),
+            Some(s) if s.tenant != tenant => Err(Lookup::Foreign(s.clone())),
+            Some(_) => {
+                if let Some(s) = map.remove(&id) {
+                    drop(map);
+                    s.inflight.cancel_all();
+                }
+                Ok(())
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -235,6 +275,39 @@ impl Sessions {
     }
 }
 
+/// A place for a new session of `tenant` under its cap (every transport asks before opening
+/// one), or the `429` to answer, audited. Without a policy there is no cap.
+pub(crate) fn seat(
+    state: &State,
+    tenant: Option<u16>,
+) -> Result<Option<Seat>, Box<Response<Body>>> {
+    let (Some(policy), Some(t)) = (&state.config.policy, tenant) else {
+        return Ok(None);
+    };
+    let AtCap { max } = match policy.seat(t, state.config.max_sessions) {
+        Ok(seat) => return Ok(Some(seat)),
+        Err(at) => at,
+    };
+    let message = format!(
+        "Too Many Requests: this tenant has {max} sessions open, its cap; end one (DELETE) or retry later"
+    );
+    if let Some(a) = &state.config.audit {
+        a.error("session_cap", state.tenant_name(tenant), &message);
+    }
+    let body = error_body(None, code::INVALID_REQUEST, &message);
+    Err(Box::new(too_many(body, state.sessions.reap_every())))
+}
+
+/// Audits a request that named `session` of another tenant (it was answered as unknown):
+/// who asked, whose session it is, its number, and what was tried.
+pub(crate) fn audit_foreign(state: &State, tenant: Option<u16>, session: &Session, request: &str) {
+    if let Some(a) = &state.config.audit {
+        let number = state.session_number(Some(&session.peer(session.tenant)));
+        let owner = state.tenant_name(session.tenant);
+        a.foreign_session(state.tenant_name(tenant), owner, number, request);
+    }
+}
+
 fn parse_id(header: &[u8]) -> Option<u128> {
     if header.len() != 32 {
         return None;
@@ -249,15 +322,32 @@ mod tests {
     #[test]
     fn create_get_remove_reap_and_cap() {
         let s = Sessions::new(2, Duration::ZERO, 8);
-        let a = s.create(Revision::V2025_11_25).unwrap();
+        let a = s.create(Revision::V2025_11_25, Some(0), None).unwrap();
         let id = a.header_value();
         assert_eq!(id.len(), 32);
-        assert_eq!(s.get(id.as_bytes()).unwrap().id, a.id);
-        assert!(s.get(b"nope").is_none());
-        s.create(Revision::V2025_06_18).unwrap();
-        assert_eq!(s.create(Revision::V2025_06_18).unwrap_err(), Full);
-        assert!(s.remove(id.as_bytes()));
-        assert!(!s.remove(id.as_bytes()));
+        assert_eq!(s.get(id.as_bytes(), Some(0)).unwrap().id, a.id);
+        assert!(matches!(s.get(b"nope", Some(0)), Err(Lookup::Unknown)));
+        s.create(Revision::V2025_06_18, None, None).unwrap();
+        assert_eq!(
+            s.create(Revision::V2025_06_18, None, None).unwrap_err(),
+            Full
+        );
+        // Another tenant (or none) neither finds nor ends it.
+        for other in [Some(1), None] {
+            assert!(matches!(
+                s.get(id.as_bytes(), other),
+                Err(Lookup::Foreign(_))
+            ));
+            assert!(matches!(
+                s.remove(id.as_bytes(), other),
+                Err(Lookup::Foreign(_))
+            ));
+        }
+        assert!(s.remove(id.as_bytes(), Some(0)).is_ok());
+        assert!(matches!(
+            s.remove(id.as_bytes(), Some(0)),
+            Err(Lookup::Unknown)
+        ));
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(s.reap(), 1);
         assert_eq!(s.len(), 0);
@@ -266,7 +356,7 @@ mod tests {
     #[tokio::test]
     async fn parked_streams_resume_once_from_their_last_event() {
         let s = Sessions::new(4, Duration::from_secs(60), 8);
-        let a = s.create(Revision::V2025_11_25).unwrap();
+        let a = s.create(Revision::V2025_11_25, None, None).unwrap();
         let mut ids = a.event_ids().unwrap();
         let mut priming = Vec::new();
         ids.priming(&mut priming);
@@ -281,7 +371,16 @@ mod tests {
             ResumeError::Unknown,
             "only once"
         );
+        // Another session of the same client resumes none of this one's streams.
+        let b = s.create(Revision::V2025_11_25, None, None).unwrap();
         a.park(SseStream::new(tokio::sync::mpsc::channel(1).1).ids(Some(ids)));
+        assert_eq!(b.resume(n, 0).unwrap_err(), ResumeError::Unknown);
+        // Stream numbers are random: a thousand streams, a thousand numbers, not a run.
+        let mut numbers: Vec<u64> = (0..1000).map(|_| a.event_ids().unwrap().stream()).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), 1000);
+        assert!(numbers[999] - numbers[0] > 1 << 60, "spread over 64 bits");
         s.clear();
         assert!(
             s.len() == 0 && a.parked().is_empty(),

@@ -26,6 +26,7 @@ use super::State;
 use super::body::Body;
 use super::conn::{Conn, Received};
 use super::response::{http_error, method_not_allowed, respond};
+use super::session::seat;
 use crate::protocol::jsonrpc::code;
 
 /// The subprotocol clients must offer.
@@ -91,9 +92,15 @@ pub(crate) fn upgrade(
     let Ok(accept) = HeaderValue::from_str(&accept) else {
         return bad_request("Bad Request: invalid Sec-WebSocket-Key");
     };
+    // The connection is the session: it holds its tenant's seat for as long as it lives.
+    let seat = match seat(state, tenant) {
+        Ok(seat) => seat,
+        Err(refused) => return *refused,
+    };
     let upgraded = hyper::upgrade::on(&mut req);
     let state = state.clone();
     tokio::spawn(async move {
+        let _seat = seat;
         match upgraded.await {
             Ok(io) => serve(state, TokioIo::new(io), tenant).await,
             Err(error) => tracing::debug!(%error, "WebSocket upgrade failed"),

@@ -14,6 +14,7 @@
 //!
 //! The runner is generic over [`Session`] and monomorphised per transport by one `match`.
 
+pub mod exchange;
 pub mod http1;
 pub mod mux;
 pub mod net;
@@ -163,6 +164,37 @@ impl TimingHeader {
             })
         })
     }
+}
+
+/// Headers mcpbench sets itself, as the protocol requires: a scenario (or a gateway's
+/// operator) may not override them.
+pub const RESERVED_HEADERS: &[&str] = &[
+    "content-length",
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+];
+
+/// Whether `name` is an HTTP header name (an RFC 9110 token): nothing else may go on the wire.
+pub fn header_name_ok(name: &str) -> bool {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty() && name.bytes().all(token)
+}
+
+/// Whether `value` may be an HTTP header value: no control character but tab (CR and LF would
+/// start a header of the sender's choosing; NUL, ESC and DEL are refused by servers or mangle
+/// logs).
+pub fn header_value_ok(value: &str) -> bool {
+    !value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f)
 }
 
 impl Endpoint {

@@ -537,6 +537,55 @@ fn supergateway_legacy_sse() {
     );
 }
 
+/// `mcpbench probe --tenants` against supergateway's stateful Streamable HTTP, which has no
+/// notion of tenants: the probe names every hole (anyone may open a session, and a client
+/// holding another's session id uses it, listens on it and ends it) and exits 1; its session
+/// ids are UUIDs, which pass the guessing check.
+#[test]
+fn probe_tenants_names_what_supergateway_leaves_open() {
+    let mut peer = supergateway(
+        "supergateway stdio→streamableHttp --stateful (tenants)",
+        "streamableHttp",
+        &["--stateful"],
+    );
+    let dir = crate::support::scratch();
+    let file = dir.path().join("tenants.toml");
+    std::fs::write(
+        &file,
+        "[[tenant]]\nname = \"alpha\"\ntoken = \"alpha-token\"\n[[tenant]]\nname = \"beta\"\ntoken = \"beta-token\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpbench"))
+        .args([
+            "probe",
+            "--tenants",
+            file.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .arg(format!("http://{}/mcp", peer.addr()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    let verdicts = |check: &str| crate::support::probe_verdicts(&v, check);
+    assert_eq!(verdicts("no credentials"), ["fail"], "{v:#}");
+    for check in [
+        "cross-tenant POST",
+        "cross-tenant GET",
+        "cross-tenant DELETE",
+    ] {
+        assert_eq!(verdicts(check), ["fail", "fail"], "{check}: {v:#}");
+    }
+    assert_eq!(verdicts("session id guessing"), ["pass"], "{v:#}");
+}
+
 /// supergateway stdio→Streamable HTTP `--stateful`: a child server per session (about a second
 /// to start each: the runs are longer), SSE responses, session ids.
 #[test]

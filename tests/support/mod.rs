@@ -305,6 +305,77 @@ pub fn launch(config: mcpbench::server::Config) -> EmbeddedServers {
     .expect("embedded servers start")
 }
 
+/// Upstream specs (`NAME=TARGET`) with the tests' timeouts.
+pub fn upstream_specs(upstreams: &[String]) -> Vec<mcpbench::gateway::UpstreamSpec> {
+    upstreams
+        .iter()
+        .map(|s| {
+            mcpbench::gateway::UpstreamSpec::parse(
+                s,
+                Duration::from_secs(10),
+                &mcpbench::gateway::UpstreamTls::default(),
+            )
+            .expect("upstream spec")
+        })
+        .collect()
+}
+
+/// The reference gateway in front of `specs`, with `config` (policy, audit…) on 127.0.0.1:0.
+pub fn gateway(
+    specs: Vec<mcpbench::gateway::UpstreamSpec>,
+    config: mcpbench::server::Config,
+) -> EmbeddedServers {
+    let gw = mcpbench::gateway::Gateway::start(
+        specs,
+        &mcpbench::gateway::GatewayOptions {
+            threads: 2,
+            pool: 16,
+            timeout: Duration::from_secs(10),
+        },
+    )
+    .expect("the upstreams answer");
+    launch(mcpbench::server::Config {
+        proxy: Some(gw),
+        ..config
+    })
+}
+
+/// A plain TCP relay to `upstream` on 127.0.0.1:0 (a "gateway" that forwards every byte,
+/// credentials included); it runs until the test process ends.
+pub fn relay(upstream: SocketAddr) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(upstream) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            };
+            if let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) {
+                pipe(client, s2);
+                pipe(server, c2);
+            }
+        }
+    });
+    addr
+}
+
+/// The verdicts `probe --tenants --format json` gave `check`, in order.
+pub fn probe_verdicts(report: &serde_json::Value, check: &str) -> Vec<String> {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["check"] == check)
+        .map(|c| c["verdict"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// How long a test waits for something that should happen before it declares a hang.
 pub const HANG: Duration = Duration::from_secs(30);
 

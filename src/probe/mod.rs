@@ -8,6 +8,10 @@
 //! the scenario in `MCP_CONFORMANCE_SCENARIO`; [`scenario_calls`] says what each scenario the
 //! probe takes part in needs called. Interactive and OAuth scenarios are not among them: a load
 //! generator declares no client capabilities and takes static credentials (headers).
+//!
+//! With `--tenants FILE` it checks a gateway's tenant isolation instead ([`tenants`]).
+
+pub mod tenants;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -120,7 +124,7 @@ fn reachable(host: &str, port: u16, timeout: Duration) -> Result<SocketAddr, Pro
 }
 
 /// The endpoint for the options.
-fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
+pub(crate) fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
     let u = parse_url(&o.url).map_err(ProbeError::Usage)?;
     if !matches!(u.scheme, Scheme::Http | Scheme::Https) {
         return Err(ProbeError::Usage(format!(
@@ -177,7 +181,7 @@ fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
 }
 
 /// A `tools/call` request body.
-fn write_call(out: &mut Vec<u8>, id: u64, rev: Revision, name: &str, args: &Value) {
+pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, rev: Revision, name: &str, args: &Value) {
     let args = serde_json::to_vec(args).unwrap_or_else(|_| b"{}".to_vec());
     mcp::write_tools_call(out, id, rev, name, Some(&args));
 }
