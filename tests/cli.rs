@@ -172,7 +172,7 @@ fn a_short_run_prints_the_table_and_writes_results() {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("tools/call:echo"), "{out}");
-    assert!(out.contains("error rate 0.00%"), "{out}");
+    assert!(out.contains("errors 0.00%"), "{out}");
     assert!(outdir.join("summary.json").is_file());
     assert!(outdir.join("latency.hlog").is_file());
 }

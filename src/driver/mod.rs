@@ -483,7 +483,7 @@ pub fn run(
             otlp,
             live: Live::new(header, workers),
         };
-        w.publish(&[], &collector);
+        w.publish(&[], &collector, None);
         w
     });
     let (stopped, threshold_stop) = rt.block_on(collect(
@@ -498,9 +498,19 @@ pub fn run(
     }
     let run_end = Instant::now();
     let last = collector.finish();
+    // The measured window: from the end of warm-up to where the load ended — the scenario's
+    // end, or the stop (an interrupt, a breached threshold) — never past the last request.
+    // The drain is not in it. Every rate of the run divides by it.
+    let stop_at = stopped
+        .as_ref()
+        .and_then(|s| s.at.map(|at| ctx.start + at))
+        .into_iter()
+        .chain(threshold_stop.as_ref().map(|t| t.1))
+        .min();
+    let load_end = stop_at.map_or(ctx.end, |s| s.min(ctx.end)).min(run_end);
+    let measured = load_end.saturating_duration_since(ctx.warmup_end.min(load_end));
     if let Some(w) = &mut watch {
-        w.live.finished = true;
-        w.publish(&last, &collector);
+        w.publish(&last, &collector, Some(measured));
     }
 
     let mut notes = Vec::new();
@@ -510,7 +520,7 @@ pub fn run(
             .class_total(crate::metrics::outcome::Class::Cancelled);
         notes.push(s.note(interrupt.cause(), cancelled));
     }
-    if let Some(n) = &threshold_stop {
+    if let Some((n, _)) = &threshold_stop {
         notes.push(n.clone());
     }
     let loopback = resolved
@@ -546,7 +556,7 @@ pub fn run(
             .unwrap_or_default(),
         target,
         workers,
-        measured: run_end.saturating_duration_since(ctx.warmup_end.min(run_end)),
+        measured,
         interrupted: stopped.is_some() || threshold_stop.is_some(),
         cpu: collector.ends.iter().map(|e| e.cpu).sum(),
         notes,
@@ -751,7 +761,7 @@ async fn collect(
     mut rx: UnboundedReceiver<ShardMsg>,
     (interrupt, grace): (&Interrupt, Duration),
     watch: &mut Option<Watch>,
-) -> (Option<Stopped>, Option<String>) {
+) -> (Option<Stopped>, Option<(String, Instant)>) {
     let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
     let abort = || {
         ctx.stop.store(true, Ordering::Relaxed);
@@ -768,12 +778,12 @@ async fn collect(
                 Some(m) => {
                     let done = collector.accept(m);
                     if let Some(w) = watch.as_mut().filter(|_| !done.is_empty()) {
-                        w.publish(&done, collector);
+                        w.publish(&done, collector, None);
                     }
                     if threshold_stop.is_none()
                         && let Some(why) = breached_now(ctx, collector, &done)
                     {
-                        threshold_stop = Some(why);
+                        threshold_stop = Some((why, Instant::now()));
                         abort();
                     }
                     if collector.all_done() {
@@ -893,9 +903,19 @@ struct Watch {
 
 impl Watch {
     /// Takes the intervals the collector completed; publishes the view once.
-    fn publish(&mut self, done: &[IntervalSnapshot], collector: &Collector) {
+    /// Sends the view with the intervals `done`; `finished`: the run is over, its measured
+    /// window this long.
+    fn publish(
+        &mut self,
+        done: &[IntervalSnapshot],
+        collector: &Collector,
+        finished: Option<Duration>,
+    ) {
         for snap in done {
             self.live.update(snap, &collector.totals);
+        }
+        if let Some(measured) = finished {
+            self.live.finish(measured);
         }
         let live = Arc::new(self.live.clone());
         if let Some((x, run)) = &self.otlp {

@@ -57,6 +57,7 @@ pub struct IntervalSnapshot {
     /// Latency of `ok` responses across operations, in microseconds.
     pub p50_us: u64,
     pub p90_us: u64,
+    pub p95_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
     pub max_us: u64,
@@ -85,6 +86,7 @@ pub struct OpInterval {
     /// Latency of `ok` responses, µs (0 without any).
     pub p50_us: u64,
     pub p90_us: u64,
+    pub p95_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
 }
@@ -120,7 +122,7 @@ impl IntervalSnapshot {
     }
 
     /// Names of the time-series fields ([`Self::fields`]), in order.
-    pub const FIELDS: [&'static str; 23] = [
+    pub const FIELDS: [&'static str; 24] = [
         "t_start_s",
         "t_end_s",
         "phase",
@@ -133,6 +135,7 @@ impl IntervalSnapshot {
         "ok_per_s",
         "p50_ms",
         "p90_ms",
+        "p95_ms",
         "p99_ms",
         "p999_ms",
         "max_ms",
@@ -148,7 +151,7 @@ impl IntervalSnapshot {
 
     /// The interval as one time-series row: a line of `timeseries.csv`, or an object of
     /// `--progress json`.
-    pub fn fields(&self) -> [Field; 23] {
+    pub fn fields(&self) -> [Field; 24] {
         let secs = self.len().as_secs_f64().max(1e-9);
         let ms = |us: u64| Field::Number(us as f64 / 1000.0, 3);
         // Empty when the target's processes are not watched.
@@ -167,6 +170,7 @@ impl IntervalSnapshot {
             Field::Number(self.ok as f64 / secs, 1),
             ms(self.p50_us),
             ms(self.p90_us),
+            ms(self.p95_us),
             ms(self.p99_us),
             ms(self.p999_us),
             ms(self.max_us),
@@ -511,6 +515,7 @@ impl Collector {
                 }
                 row.p50_us = h.value_at_quantile(0.5);
                 row.p90_us = h.value_at_quantile(0.9);
+                row.p95_us = h.value_at_quantile(0.95);
                 row.p99_us = h.value_at_quantile(0.99);
                 row.p999_us = h.value_at_quantile(0.999);
             }
@@ -531,6 +536,7 @@ impl Collector {
         if !self.scratch.is_empty() {
             snap.p50_us = self.scratch.value_at_quantile(0.5);
             snap.p90_us = self.scratch.value_at_quantile(0.9);
+            snap.p95_us = self.scratch.value_at_quantile(0.95);
             snap.p99_us = self.scratch.value_at_quantile(0.99);
             snap.p999_us = self.scratch.value_at_quantile(0.999);
             snap.max_us = self.scratch.max();

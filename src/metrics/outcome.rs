@@ -101,6 +101,25 @@ impl Class {
         }
     }
 
+    /// What kind of failure the class is in every error rate; `None` for a call that did its
+    /// job (`ok`), one not judged (`cancelled`, cut short by the generator) and a 2026-07-28
+    /// answer asking the client for input (`input_required`, which mcpbench does not give).
+    pub fn error_kind(self) -> Option<ErrorKind> {
+        match self {
+            Class::Ok | Class::InputRequired | Class::Cancelled => None,
+            Class::ToolError => Some(ErrorKind::Tool),
+            Class::RpcError => Some(ErrorKind::Rpc),
+            Class::Assertion | Class::Divergence => Some(ErrorKind::WrongAnswer),
+            Class::Http
+            | Class::Timeout
+            | Class::Hang
+            | Class::Connect
+            | Class::Io
+            | Class::Protocol
+            | Class::Local => Some(ErrorKind::Protocol),
+        }
+    }
+
     /// The request got an answer from the peer, good or bad at the MCP level.
     pub fn is_completed(self) -> bool {
         matches!(
@@ -112,6 +131,38 @@ impl Class {
                 | Class::Assertion
                 | Class::Divergence
         )
+    }
+}
+
+/// Why a call did not do its job: the parts of the error rate (see [`Class::error_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The tool ran and failed (`isError: true`).
+    Tool,
+    /// A JSON-RPC error answered the request.
+    Rpc,
+    /// No valid answer: an HTTP status, a timeout or hang, a connection or I/O failure, a
+    /// protocol violation, or a resource of the generator's machine running out.
+    Protocol,
+    /// An answer that broke an `expect` rule, or differed from the first (deterministic calls).
+    WrongAnswer,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 4] = [
+        ErrorKind::Tool,
+        ErrorKind::Rpc,
+        ErrorKind::Protocol,
+        ErrorKind::WrongAnswer,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Tool => "tool",
+            ErrorKind::Rpc => "rpc",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::WrongAnswer => "wrong_answer",
+        }
     }
 }
 
@@ -325,12 +376,14 @@ impl OutcomeCounts {
         self.by_class[c as usize]
     }
 
-    /// Everything that is not `ok`, `tool_error`, `input_required` or `cancelled`.
+    /// Calls that did not do their job: every class with an [`ErrorKind`] (all but `ok`,
+    /// `input_required` and `cancelled`).
     pub fn errors(&self) -> u64 {
-        self.judged()
-            - self.get(Class::Ok)
-            - self.get(Class::ToolError)
-            - self.get(Class::InputRequired)
+        Class::ALL
+            .iter()
+            .filter(|c| c.error_kind().is_some())
+            .map(|c| self.get(*c))
+            .sum()
     }
 
     /// Requests with a verdict on the target: all but `cancelled` ones (cut short by the

@@ -83,6 +83,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
         interrupted: facts.interrupted,
         totals: work_totals,
         session_opening: opening,
+        errors: summary::Errors::of(&workload, &[&operations[OP_INITIALIZE]]),
         operations,
         tenants: tenant_rows(plan, totals, seconds),
         warmup,

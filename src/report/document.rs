@@ -109,19 +109,24 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     }
     let t = &s.totals;
     doc.push(Block::Para(format!(
-        "Total: {} started = {} completed + {} failed + {} cancelled; {:.1} ok/s; error rate {:.3} %{}.",
+        "Total: {} started = {} completed + {} failed + {} cancelled; {:.1} ok/s over {:.1}s{}.",
         t.started,
         t.completed,
         t.failed,
         t.cancelled,
         t.throughput,
-        t.error_rate * 100.0,
+        s.measured_seconds,
         t.latency.as_ref().map_or(String::new(), |l| format!(
-            "; latency p50 {} p99 {} p99.9 {}",
+            "; latency p50 {} p95 {} p99 {} p99.9 {}",
             ms(l.p50_ms),
+            ms(l.p95_ms),
             ms(l.p99_ms),
             ms(l.p999_ms)
         ))
+    )));
+    doc.push(Block::Para(format!(
+        "{}.",
+        super::text::errors_line(&s.errors).replacen("errors", "Errors", 1)
     )));
     doc.push(Block::Heading("Generator and sessions".into()));
     let g = &s.generator;
@@ -179,7 +184,7 @@ fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a super::summary::Opera
     };
     Block::Table {
         head: [
-            first, "requests", "ok/s", "p50", "p90", "p99", "p99.9", "max", "outcomes",
+            first, "requests", "ok/s", "p50", "p90", "p95", "p99", "p99.9", "max", "outcomes",
         ]
         .map(String::from)
         .to_vec(),
@@ -192,6 +197,7 @@ fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a super::summary::Opera
                     format!("{:.1}", o.throughput),
                     lat(l, |l| l.p50_ms),
                     lat(l, |l| l.p90_ms),
+                    lat(l, |l| l.p95_ms),
                     lat(l, |l| l.p99_ms),
                     lat(l, |l| l.p999_ms),
                     lat(l, |l| l.max_ms),

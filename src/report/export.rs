@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::document::esc as xml;
-use super::summary::{Latency, Operation, Summary, ThresholdResult};
+use super::summary::{Errors, Latency, Operation, Summary, ThresholdResult};
 
 /// Escapes a Prometheus label value.
 fn label(v: &str) -> String {
@@ -30,7 +30,8 @@ pub struct Figures<'a> {
     pub operations: &'a [Operation],
     /// Ok responses per second, the workload's operations together.
     pub throughput: f64,
-    pub error_rate: f64,
+    /// The error rate and its parts (the summary's `errors`).
+    pub errors: Errors,
     pub dropped: u64,
     pub cpu_us_per_request: Option<f64>,
     pub thresholds: &'a [ThresholdResult],
@@ -44,7 +45,7 @@ impl<'a> From<&'a Summary> for Figures<'a> {
             scenario: &s.scenario.name,
             operations: &s.operations,
             throughput: s.totals.throughput,
-            error_rate: s.totals.error_rate,
+            errors: s.errors,
             dropped: s.totals.dropped,
             cpu_us_per_request: s.generator.cpu_us_per_request,
             thresholds: &s.thresholds,
@@ -109,6 +110,7 @@ pub fn prometheus_of(s: &Figures) -> String {
             quantiles.extend([
                 q("0.5", l.p50_ms),
                 q("0.9", l.p90_ms),
+                q("0.95", l.p95_ms),
                 q("0.99", l.p99_ms),
                 q("0.999", l.p999_ms),
                 q("1", l.max_ms),
@@ -149,11 +151,23 @@ pub fn prometheus_of(s: &Figures) -> String {
             .chain(std::iter::once((String::new(), s.throughput)))
             .collect(),
     );
+    let e = &s.errors;
     family(
         "mcpbench_error_ratio",
         "gauge",
-        "Requests that failed (not ok, tool_error or input_required) over requests ended.",
-        vec![(String::new(), s.error_rate)],
+        "Calls that did not do their job (workload requests and session openings; tool errors, JSON-RPC errors, transport and protocol failures, wrong answers) over calls judged; with kind, each part.",
+        std::iter::once((String::new(), e.rate))
+            .chain(
+                [
+                    ("tool", e.tool),
+                    ("rpc", e.rpc),
+                    ("protocol", e.protocol),
+                    ("wrong_answer", e.wrong_answer),
+                    ("session_opening", e.session_opening),
+                ]
+                .map(|(k, v)| (format!("kind=\"{k}\""), v)),
+            )
+            .collect(),
     );
     family(
         "mcpbench_dropped_arrivals_total",
@@ -309,7 +323,7 @@ pub fn junit(s: &Summary) -> String {
             "{} requests, {:.1} ok/s, error rate {:.4} %",
             s.totals.started,
             s.totals.throughput,
-            s.totals.error_rate * 100.0
+            s.errors.rate * 100.0
         ))
     );
     out.push_str("  </testsuite>\n</testsuites>\n");

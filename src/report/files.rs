@@ -33,8 +33,15 @@ pub fn write_summary(dir: &Path, s: &Summary) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Reads a `summary.json` back.
+/// Reads a `summary.json` back (one written before schema 3 gets its error rates derived
+/// from its operations, as a new one has them).
 pub fn read_summary(path: &Path) -> std::io::Result<Summary> {
     let text = std::fs::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(std::io::Error::other)
+    let mut s: Summary = serde_json::from_str(&text).map_err(std::io::Error::other)?;
+    if s.schema_version < 3 {
+        let workload = super::summary::workload(&s.operations);
+        s.errors =
+            super::summary::Errors::of(&workload, &s.operations.iter().take(1).collect::<Vec<_>>());
+    }
+    Ok(s)
 }

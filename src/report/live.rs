@@ -1,13 +1,16 @@
 //! What watchers of a running test see — the dashboard, progress lines: a [`Live`] view,
 //! rebuilt once per interval from the collector's merged [`IntervalSnapshot`] and its totals,
 //! never from per-request data. The per-operation figures are the same [`Operation`] rows the
-//! final summary has, so the dashboard and the report cannot disagree.
+//! final summary has, its totals and error rates come from the same functions
+//! ([`summary::totals`], [`Errors::of`]) over the same measured window — warm-up and drain left
+//! out — and once the run is over ([`Live::finish`]) with the very seconds the summary divides
+//! by, so the dashboard and the report cannot disagree.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::summary::{LoadInfo, Operation, Outcomes, Sessions, TargetInfo};
+use super::summary::{self, Errors, LoadInfo, Operation, Outcomes, Sessions, TargetInfo, Totals};
 use crate::metrics::collector::IntervalSnapshot;
 use crate::metrics::grid::Phase;
 use crate::metrics::outcome::OutcomeCounts;
@@ -128,16 +131,21 @@ pub struct Live {
     pub header: Arc<RunHeader>,
     /// The last [`HISTORY`] intervals, oldest first.
     pub history: VecDeque<Arc<IntervalSnapshot>>,
-    /// Every operation so far (measured phase), as the summary will show it; `rate_now` is
-    /// each one's ok/s in the last interval.
+    /// Every operation so far (measured phase), as the summary will show it (throughput over
+    /// [`measured`](Self::measured)); `rate_now` is each one's ok/s in the last measured
+    /// interval.
     pub ops: Vec<Operation>,
     pub rate_now: Vec<f64>,
+    /// The measured window so far: from the end of warm-up to the last interval's end, at
+    /// most the scenario's duration (the drain is not measured); once finished, the
+    /// summary's own `measured_seconds`.
+    pub measured: Duration,
+    /// The workload's totals so far, as the summary's `totals` (throughput, error rate).
+    pub totals: Totals,
+    /// The error rate and its parts so far, as the summary's `errors`.
+    pub error_rates: Errors,
     /// Outcomes of every measured request so far, across operations.
     pub outcomes: Outcomes,
-    /// Measured requests ended so far (but `cancelled` ones), and those that failed (not
-    /// `ok`, `tool_error` or `input_required`: the summary's error rate).
-    pub ended: u64,
-    pub failed: u64,
     /// Recently seen kinds of failure, the most recent first.
     pub errors: Vec<ErrorLine>,
     pub sessions: Sessions,
@@ -173,9 +181,10 @@ impl Live {
             history: VecDeque::new(),
             ops: Vec::new(),
             rate_now: vec![0.0; n],
+            measured: Duration::ZERO,
+            totals: summary::totals(&[], 0, 0.0),
+            error_rates: Errors::default(),
             outcomes: Outcomes::default(),
-            ended: 0,
-            failed: 0,
             errors: Vec::new(),
             sessions: Sessions::default(),
             all_started: 0,
@@ -197,17 +206,15 @@ impl Live {
 
     /// Takes one interval and the totals it was merged into.
     pub fn update(&mut self, snap: &IntervalSnapshot, totals: &Recorder) {
-        let measured_secs = snap
-            .end
-            .saturating_sub(self.header.warmup())
-            .as_secs_f64()
-            .max(1e-3);
+        let (warmup, end) = (self.header.warmup(), self.header.duration());
+        self.measured = snap.end.clamp(warmup, end.max(warmup)) - warmup;
+        let secs = self.measured.as_secs_f64();
         self.ops = self
             .header
             .ops
             .iter()
             .zip(&totals.ops)
-            .map(|(name, s)| Operation::from_shard(name, s, measured_secs))
+            .map(|(name, s)| Operation::from_shard(name, s, secs))
             .collect();
         if snap.phase == Phase::Measured {
             let secs = snap.len().as_secs_f64().max(1e-3);
@@ -218,12 +225,11 @@ impl Live {
             all.merge(&s.counts);
         }
         self.outcomes = (&all).into();
-        self.ended = all.judged();
-        self.failed = all.errors();
         self.note_errors(totals, snap);
         self.sessions = totals.sessions.into();
         self.all_started += snap.started;
         self.dropped += snap.dropped;
+        self.derive();
         self.cpu += snap.cpu;
         self.target_cpu += snap.target.map_or(Duration::ZERO, |t| t.cpu);
         self.spectrum = spectrum(totals);
@@ -240,6 +246,26 @@ impl Live {
             self.history.pop_front();
         }
         self.history.push_back(Arc::new(snap.clone()));
+    }
+
+    /// The totals and error rates of the operations as they stand (one definition: the
+    /// summary's).
+    fn derive(&mut self) {
+        let workload = summary::workload(&self.ops);
+        self.totals = summary::totals(&workload, self.dropped, self.measured.as_secs_f64());
+        self.error_rates = Errors::of(&workload, &self.ops.iter().take(1).collect::<Vec<_>>());
+    }
+
+    /// The run is over: its measured window is `measured` (the summary's), and every rate is
+    /// over it.
+    pub fn finish(&mut self, measured: Duration) {
+        self.finished = true;
+        self.measured = measured;
+        let secs = measured.as_secs_f64();
+        for o in &mut self.ops {
+            o.throughput = summary::rate(o.outcomes.ok, secs);
+        }
+        self.derive();
     }
 
     /// Moves the kinds of failure that grew to the front of the error lines.
@@ -285,16 +311,11 @@ impl Live {
 
     /// What a Prometheus scrape of the running test shows.
     pub fn figures(&self) -> super::export::Figures<'_> {
-        let workload = self.ops.iter().skip(1);
         super::export::Figures {
             scenario: &self.header.scenario,
             operations: &self.ops,
-            throughput: workload.map(|o| o.throughput).sum(),
-            error_rate: if self.ended > 0 {
-                self.failed as f64 / self.ended as f64
-            } else {
-                0.0
-            },
+            throughput: self.totals.throughput,
+            errors: self.error_rates,
             dropped: self.dropped,
             cpu_us_per_request: self.cpu_us_per_request(),
             thresholds: &[],

@@ -294,6 +294,7 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
     }
     totals.latency = (!all.is_empty()).then(|| Latency::from_hist(&all));
     let session_opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, measured);
+    let errors = summary::Errors::of(&workload, &[&operations[OP_INITIALIZE]]);
     let mut warmup: Vec<WarmupOperation> = Vec::new();
     for r in &read {
         for w in &r.summary.warmup {
@@ -346,6 +347,7 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
         interrupted: read.iter().any(|r| r.summary.interrupted),
         totals,
         session_opening,
+        errors,
         operations,
         tenants,
         warmup,
@@ -510,6 +512,7 @@ fn write(
             ok: h.len(),
             p50_us: h.value_at_quantile(0.5),
             p90_us: h.value_at_quantile(0.9),
+            p95_us: h.value_at_quantile(0.95),
             p99_us: h.value_at_quantile(0.99),
             p999_us: h.value_at_quantile(0.999),
             max_us: h.max(),

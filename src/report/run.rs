@@ -38,6 +38,7 @@ pub struct IntervalPoint {
     pub count: u64,
     pub p50: u64,
     pub p90: u64,
+    pub p95: u64,
     pub p99: u64,
     pub p999: u64,
 }
@@ -189,6 +190,7 @@ pub fn read_hlog(bytes: &[u8]) -> Result<Hlog, String> {
             count: h.len(),
             p50: h.value_at_quantile(0.5),
             p90: h.value_at_quantile(0.9),
+            p95: h.value_at_quantile(0.95),
             p99: h.value_at_quantile(0.99),
             p999: h.value_at_quantile(0.999),
         };

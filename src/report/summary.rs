@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::outcome::{Class, LocalKind, OutcomeCounts, ProtocolKind};
+use crate::metrics::outcome::{Class, ErrorKind, LocalKind, OutcomeCounts, ProtocolKind};
 use crate::metrics::recorder::{OpShard, SessionCounts};
 
 /// Version of the summary.json format; bump on incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
@@ -31,6 +31,10 @@ pub struct Summary {
     /// Session openings (`initialize`, or `server/discover` for 2026-07-28): counted apart
     /// from the workload; their latency is that operation's row.
     pub session_opening: Totals,
+    /// The headline error rate and its parts: every call that did not do its job, workload
+    /// requests and session openings alike.
+    #[serde(default)]
+    pub errors: Errors,
     pub operations: Vec<Operation>,
     /// Per tenant of per-user credentials (`target.credentials`): its users' workload
     /// requests, every operation together, named by the tenant.
@@ -221,11 +225,12 @@ pub struct Totals {
     pub ok: u64,
     /// `started - (completed + failed + cancelled)`; anything but 0 is a bug in mcpbench.
     pub unaccounted: i64,
-    /// ok responses per second.
+    /// ok responses per second of the measured window.
     pub throughput: f64,
-    /// Everything not ok, tool_error or input_required, over all answered or failed:
-    /// `cancelled` requests (cut short by the generator: an interrupt, the end of the drain)
-    /// are in neither.
+    /// Requests that did not do their job (every outcome but ok and input_required: tool
+    /// errors, JSON-RPC errors, transport and protocol failures, wrong answers) over all that
+    /// were judged; `cancelled` requests (cut short by the generator: an interrupt, the end of
+    /// the drain) are in neither.
     pub error_rate: f64,
     /// Open loop: arrivals not sent because `max_in_flight` requests were in flight.
     pub dropped: u64,
@@ -242,6 +247,9 @@ pub struct Latency {
     pub stdev_ms: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
+    /// (Absent from summaries before schema 3: read as 0.)
+    #[serde(default)]
+    pub p95_ms: f64,
     pub p99_ms: f64,
     pub p999_ms: f64,
     pub max_ms: f64,
@@ -257,6 +265,7 @@ impl Latency {
             stdev_ms: ms(h.stdev()),
             p50_ms: ms(h.value_at_quantile(0.5) as f64),
             p90_ms: ms(h.value_at_quantile(0.9) as f64),
+            p95_ms: ms(h.value_at_quantile(0.95) as f64),
             p99_ms: ms(h.value_at_quantile(0.99) as f64),
             p999_ms: ms(h.value_at_quantile(0.999) as f64),
             max_ms: ms(h.max() as f64),
@@ -297,6 +306,114 @@ pub struct Outcomes {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+impl Outcomes {
+    /// Requests of one outcome class.
+    pub fn count(&self, class: Class) -> u64 {
+        let sum = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
+        match class {
+            Class::Ok => self.ok,
+            Class::ToolError => self.tool_error,
+            Class::RpcError => sum(&self.rpc_error),
+            Class::InputRequired => self.input_required,
+            Class::Assertion => self.assertion,
+            Class::Divergence => self.divergence,
+            Class::Http => sum(&self.http),
+            Class::Timeout => self.timeout,
+            Class::Hang => self.hang,
+            Class::Connect => self.connect,
+            Class::Io => self.io,
+            Class::Protocol => sum(&self.protocol),
+            Class::Cancelled => self.cancelled,
+            Class::Local => sum(&self.local),
+        }
+    }
+
+    /// Requests judged (all but cancelled ones): the denominator of error rates.
+    pub fn judged(&self) -> u64 {
+        Class::ALL
+            .iter()
+            .filter(|c| **c != Class::Cancelled)
+            .map(|c| self.count(*c))
+            .sum()
+    }
+
+    /// Requests that did not do their job, of one kind (`None`: all kinds).
+    pub fn errors(&self, kind: Option<ErrorKind>) -> u64 {
+        Class::ALL
+            .iter()
+            .filter(|c| c.error_kind().is_some() && (kind.is_none() || c.error_kind() == kind))
+            .map(|c| self.count(*c))
+            .sum()
+    }
+}
+
+/// The error rate and its parts, over every call judged — the workload's requests and the
+/// session openings (`cancelled` ones are in neither part). The parts add up to `rate`: the
+/// workload's failures by [`ErrorKind`], and failed session openings (whatever their class).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Errors {
+    /// Calls judged: the denominator.
+    pub calls: u64,
+    /// Calls that did not do their job.
+    pub failed: u64,
+    pub rate: f64,
+    /// `isError: true` results.
+    pub tool: f64,
+    /// JSON-RPC errors.
+    pub rpc: f64,
+    /// Transport and protocol failures: HTTP statuses, timeouts and hangs, connection and I/O
+    /// failures, protocol violations, the generator's machine out of a resource.
+    pub protocol: f64,
+    /// Answers that broke an `expect` rule or diverged.
+    pub wrong_answer: f64,
+    /// Session openings that failed.
+    pub session_opening: f64,
+}
+
+impl Errors {
+    /// Over the workload's operations and the session openings' (either may be empty).
+    pub fn of(workload: &[&Operation], openings: &[&Operation]) -> Errors {
+        let sum = |ops: &[&Operation], f: &dyn Fn(&Outcomes) -> u64| -> u64 {
+            ops.iter().map(|o| f(&o.outcomes)).sum()
+        };
+        let opened_failed = sum(openings, &|o| o.errors(None));
+        let calls = sum(workload, &|o| o.judged()) + sum(openings, &|o| o.judged());
+        let share = |n: u64| {
+            if calls > 0 {
+                n as f64 / calls as f64
+            } else {
+                0.0
+            }
+        };
+        let kind = |k| share(sum(workload, &|o| o.errors(Some(k))));
+        let failed = sum(workload, &|o| o.errors(None)) + opened_failed;
+        Errors {
+            calls,
+            failed,
+            rate: share(failed),
+            tool: kind(ErrorKind::Tool),
+            rpc: kind(ErrorKind::Rpc),
+            protocol: kind(ErrorKind::Protocol),
+            wrong_answer: kind(ErrorKind::WrongAnswer),
+            session_opening: share(opened_failed),
+        }
+    }
+
+    /// The parts that are not zero, e.g. `tool 1.0% · protocol 0.2%`.
+    pub fn parts(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("tool", self.tool),
+            ("rpc", self.rpc),
+            ("protocol", self.protocol),
+            ("wrong answer", self.wrong_answer),
+            ("session opening", self.session_opening),
+        ]
+        .into_iter()
+        .filter(|(_, r)| *r > 0.0)
+        .collect()
+    }
 }
 
 impl From<&OutcomeCounts> for Outcomes {
@@ -528,13 +645,9 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
     let failed = sum(|o| o.failed);
     let cancelled = sum(|o| o.cancelled);
     let ok = sum(|o| o.outcomes.ok);
-    // Errors: everything but ok, tool_error and input_required.
-    let rpc_errors = sum(|o| o.outcomes.rpc_error.values().sum());
-    // Answers that broke an expect rule or diverged are wrong answers: errors too (as
-    // `OutcomeCounts::errors` counts them). Cancelled requests (cut short by the generator)
-    // are neither errors nor judged.
-    let wrong = sum(|o| o.outcomes.assertion + o.outcomes.divergence);
-    let errors = rpc_errors + failed + wrong;
+    // The same definition as everywhere (`Class::error_kind`): cancelled requests (cut short
+    // by the generator) are neither errors nor judged.
+    let errors = sum(|o| o.outcomes.errors(None));
     let judged = completed + failed;
     let ended = judged + cancelled;
     Totals {

@@ -103,6 +103,35 @@ pub fn outcomes_line(o: &Outcomes) -> String {
     }
 }
 
+/// Seconds as the scenario writes them (`2s`, `1.5s`, `500ms`).
+fn dur(secs: f64) -> String {
+    mcpbench_knobs::format_duration(std::time::Duration::from_secs_f64(secs.max(0.0)))
+}
+
+/// Width of the operation column: with the rest, a row fits 100 columns.
+const NAME: usize = 26;
+
+/// `name`, cut to [`NAME`] characters with an ellipsis (the files keep it whole).
+fn short(name: &str) -> String {
+    if name.chars().count() <= NAME {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(NAME - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// The table's head: at most 100 columns.
+fn head(out: &mut String) {
+    let _ = writeln!(
+        out,
+        "{:<NAME$} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "operation", "requests", "ok/s", "p50", "p90", "p95", "p99", "p99.9", "max"
+    );
+}
+
+/// One operation: its figures, then (when anything but ok happened) its outcomes below.
 fn row(out: &mut String, op: &Operation) {
     let lat = |f: fn(&Latency) -> f64| {
         op.latency
@@ -112,17 +141,35 @@ fn row(out: &mut String, op: &Operation) {
     };
     let _ = writeln!(
         out,
-        "{:<28} {:>9} {:>10.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
-        op.name,
+        "{:<NAME$} {:>9} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        short(&op.name),
         op.started,
         op.throughput,
         lat(|l| l.p50_ms),
         lat(|l| l.p90_ms),
+        lat(|l| l.p95_ms),
         lat(|l| l.p99_ms),
         lat(|l| l.p999_ms),
         lat(|l| l.max_ms),
-        outcomes_line(&op.outcomes)
     );
+    if op.outcomes.ok != op.started {
+        let _ = writeln!(out, "    {}", outcomes_line(&op.outcomes));
+    }
+}
+
+/// `errors 1.20% of 12 000 calls (tool 1.00% · protocol 0.20%)`: the headline error rate
+/// (workload requests and session openings) and its parts.
+pub fn errors_line(e: &super::summary::Errors) -> String {
+    let mut line = format!("errors {:.2}% of {} calls", e.rate * 100.0, e.calls);
+    let parts = e.parts();
+    if !parts.is_empty() {
+        let parts: Vec<String> = parts
+            .iter()
+            .map(|(n, r)| format!("{n} {:.2}%", r * 100.0))
+            .collect();
+        let _ = write!(line, " ({})", parts.join(" · "));
+    }
+    line
 }
 
 pub(crate) fn describe_load(s: &Summary) -> String {
@@ -164,7 +211,7 @@ pub fn render(s: &Summary) -> String {
     let bound = match s.load.requests {
         Some(n) if s.load.duration_seconds >= limit => format!("{n} requests"),
         Some(n) => format!("{n} requests within {:.0}s", s.load.duration_seconds),
-        None => format!("{:.0}s", s.load.duration_seconds),
+        None => dur(s.load.duration_seconds),
     };
     let _ = writeln!(
         out,
@@ -177,7 +224,7 @@ pub fn render(s: &Summary) -> String {
         load,
         bound,
         if s.load.warmup_seconds > 0.0 {
-            format!(" ({:.0}s warm-up excluded)", s.load.warmup_seconds)
+            format!(" ({} warm-up excluded)", dur(s.load.warmup_seconds))
         } else {
             String::new()
         },
@@ -192,11 +239,7 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(out, "{}", start_line(st));
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<28} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}  outcomes",
-        "operation", "requests", "ok/s", "p50", "p90", "p99", "p99.9", "max"
-    );
+    head(&mut out);
     for op in s.operations.iter().filter(|o| o.started > 0) {
         row(&mut out, op);
     }
@@ -213,7 +256,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "total: {} started = {} completed + {} failed + {} cancelled{}; {:.1} ok/s over {:.1}s; error rate {:.2}%",
+        "total: {} started = {} completed + {} failed + {} cancelled{}; {:.1} ok/s over {:.1}s",
         t.started,
         t.completed,
         t.failed,
@@ -225,8 +268,8 @@ pub fn render(s: &Summary) -> String {
         },
         t.throughput,
         s.measured_seconds,
-        t.error_rate * 100.0
     );
+    let _ = writeln!(out, "{}", errors_line(&s.errors));
     if t.dropped > 0 || s.load.model == "open" {
         let _ = write!(
             out,

@@ -2,7 +2,7 @@
 //! and whether it held. The same function serves the end of a run and `abort_on_fail` during
 //! it, so a run stopped early and a finished one are judged alike.
 
-use super::summary::{self, Latency, Operation, Summary, ThresholdResult};
+use super::summary::{Errors, Latency, Operation, Summary, ThresholdResult};
 use crate::scenario::thresholds::{Metric, Threshold};
 
 /// Evaluates every threshold on `s`.
@@ -25,21 +25,18 @@ pub fn evaluate(checks: &[Threshold], s: &Summary) -> Vec<ThresholdResult> {
 /// The value a threshold is about, in its metric's unit; `None` when there is nothing to
 /// measure (an operation that never answered ok, for a latency).
 fn measured(t: &Threshold, s: &Summary) -> Option<f64> {
-    let (latency, throughput, error_rate) = match &t.operation {
-        None => (
-            s.totals.latency.as_ref(),
-            s.totals.throughput,
-            s.totals.error_rate,
-        ),
+    // The run's error rates are the headline's (session openings in); an operation's, its own.
+    let (latency, throughput, errors) = match &t.operation {
+        None => (s.totals.latency.as_ref(), s.totals.throughput, s.errors),
         Some(name) => {
             let op: &Operation = s.operations.iter().find(|o| &o.name == name)?;
-            let alone = summary::totals(&[op], 0, s.measured_seconds);
-            (op.latency.as_ref(), op.throughput, alone.error_rate)
+            (op.latency.as_ref(), op.throughput, Errors::of(&[op], &[]))
         }
     };
     let pick = |l: &Latency| match t.metric {
         Metric::P50 => l.p50_ms,
         Metric::P90 => l.p90_ms,
+        Metric::P95 => l.p95_ms,
         Metric::P99 => l.p99_ms,
         Metric::P999 => l.p999_ms,
         Metric::Max => l.max_ms,
@@ -48,7 +45,9 @@ fn measured(t: &Threshold, s: &Summary) -> Option<f64> {
     let target = &s.target_processes;
     match t.metric {
         Metric::Throughput => Some(throughput),
-        Metric::ErrorRate => Some(error_rate),
+        Metric::ErrorRate => Some(errors.rate),
+        Metric::ToolErrorRate => Some(errors.tool),
+        Metric::ProtocolErrorRate => Some(errors.protocol),
         Metric::TargetCpu if !target.is_empty() => {
             Some(target.iter().filter_map(|p| p.cpu_us_per_request).sum())
         }

@@ -69,11 +69,17 @@ impl Threshold {
 pub enum Metric {
     P50,
     P90,
+    P95,
     P99,
     P999,
     Max,
     Mean,
+    /// Calls that did not do their job (every kind), of all judged.
     ErrorRate,
+    /// `isError: true` results, of all judged.
+    ToolErrorRate,
+    /// Transport and protocol failures, of all judged.
+    ProtocolErrorRate,
     Throughput,
     /// The target's CPU time per request (its watched processes together), µs.
     TargetCpu,
@@ -83,15 +89,18 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric name a threshold may use (`p99.9` and `p999` are one metric).
-    pub const NAMES: [(&'static str, Metric); 11] = [
+    pub const NAMES: [(&'static str, Metric); 14] = [
         ("p50", Metric::P50),
         ("p90", Metric::P90),
+        ("p95", Metric::P95),
         ("p99", Metric::P99),
         ("p99.9", Metric::P999),
         ("p999", Metric::P999),
         ("max", Metric::Max),
         ("mean", Metric::Mean),
         ("error_rate", Metric::ErrorRate),
+        ("tool_error_rate", Metric::ToolErrorRate),
+        ("protocol_error_rate", Metric::ProtocolErrorRate),
         ("throughput", Metric::Throughput),
         ("target_cpu_per_request", Metric::TargetCpu),
         ("target_memory_growth", Metric::TargetMemoryGrowth),
@@ -105,9 +114,18 @@ impl Metric {
     }
 
     pub fn is_latency(self) -> bool {
-        !matches!(
+        !self.is_rate()
+            && !matches!(
+                self,
+                Metric::Throughput | Metric::TargetCpu | Metric::TargetMemoryGrowth
+            )
+    }
+
+    /// A share of the calls (a fraction; written as a percentage or a fraction).
+    pub fn is_rate(self) -> bool {
+        matches!(
             self,
-            Metric::ErrorRate | Metric::Throughput | Metric::TargetCpu | Metric::TargetMemoryGrowth
+            Metric::ErrorRate | Metric::ToolErrorRate | Metric::ProtocolErrorRate
         )
     }
 
@@ -120,7 +138,7 @@ impl Metric {
     /// The unit values are compared in.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::ErrorRate => "",
+            m if m.is_rate() => "",
             Metric::Throughput => "/s",
             Metric::TargetCpu => "µs",
             Metric::TargetMemoryGrowth => "MB",
@@ -248,7 +266,7 @@ fn condition(
     metric: Metric,
 ) -> Result<Threshold, ScenarioError> {
     let example = match metric {
-        Metric::ErrorRate => "\"< 0.1%\"",
+        m if m.is_rate() => "\"< 0.1%\"",
         Metric::Throughput => "\"> 1000/s\"",
         Metric::TargetCpu => "\"< 40us\"",
         Metric::TargetMemoryGrowth => "\"< 50MB\"",
@@ -304,7 +322,7 @@ fn parse_condition(text: &str, metric: Metric) -> Result<(Cmp, f64), String> {
         .map_err(|_| format!("`{text}` has no number after the comparison"))?;
     let unit = unit.trim();
     let bound = match metric {
-        Metric::ErrorRate => match unit {
+        m if m.is_rate() => match unit {
             "%" => n / 100.0,
             "" if n <= 1.0 => n,
             _ => {

@@ -22,13 +22,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::event::{self, Event, KeyEventKind};
 use tokio::sync::watch;
 
 use crate::metrics::collector::IntervalSnapshot;
 use crate::metrics::grid::Phase;
 use crate::report::live::{Live, LiveSink};
-use view::{View, ViewState};
+use view::ViewState;
 
 /// How a run is shown while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,8 +175,8 @@ fn lines(
     }
 }
 
-/// One line per interval: warm-up, measured (ok/s, p50, p99, errors), or the drain after the
-/// end. Quiet intervals after the run print nothing; a stalled target still shows, with
+/// One line per interval: warm-up, measured (ok/s as a whole number, p50, p95, p99, errors),
+/// or the drain after the end. Quiet intervals after the run print nothing; a stalled target still shows, with
 /// requests in flight.
 pub fn progress_line(s: &IntervalSnapshot) -> Option<String> {
     let t = s.end.as_secs_f64();
@@ -186,13 +186,14 @@ pub fn progress_line(s: &IntervalSnapshot) -> Option<String> {
     }
     Some(match s.phase {
         Phase::Warmup => format!(
-            "[{t:>6.1}s] {:>10.1} req/s  (warm-up, not measured)",
+            "[{t:>6.1}s] {:>8.0} req/s  (warm-up, not measured)",
             s.warmup_ended as f64 / secs
         ),
         Phase::Measured => format!(
-            "[{t:>6.1}s] {:>10.1} ok/s  p50 {:>8.3}ms  p99 {:>8.3}ms  errors {}",
+            "[{t:>6.1}s] {:>8.0} ok/s  p50 {:>8.3}ms  p95 {:>8.3}ms  p99 {:>8.3}ms  errors {}",
             s.ok as f64 / secs,
             s.p50_us as f64 / 1000.0,
+            s.p95_us as f64 / 1000.0,
             s.p99_us as f64 / 1000.0,
             s.errors,
         ),
@@ -269,27 +270,8 @@ fn dashboard(
                 if state.waiting_for_key {
                     return Ok(());
                 }
-                let ops = live.as_ref().map_or(0, |l| l.ops.len());
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                match k.code {
-                    _ if ctrl_c => stop.now(&mut state),
-                    KeyCode::Char('q') | KeyCode::Esc => stop.now(&mut state),
-                    KeyCode::Tab => state.view = cycle(state.view, 1),
-                    KeyCode::BackTab => state.view = cycle(state.view, View::ALL.len() - 1),
-                    KeyCode::Char(c @ '1'..='3') => {
-                        state.view = View::ALL[c as usize - '1' as usize];
-                    }
-                    KeyCode::Char('s') => state.sort = state.sort.next(),
-                    KeyCode::Char('r') => state.reverse = !state.reverse,
-                    KeyCode::Char('?') | KeyCode::Char('h') => state.help = !state.help,
-                    KeyCode::Down | KeyCode::Char('j') if ops > 0 => {
-                        state.selected = (state.selected + 1) % ops;
-                    }
-                    KeyCode::Up | KeyCode::Char('k') if ops > 0 => {
-                        state.selected = (state.selected + ops - 1) % ops;
-                    }
-                    _ => {}
+                if state.on_key(k, live.as_deref()) == view::KeyAction::Stop {
+                    stop.now(&mut state);
                 }
                 dirty = true;
             }
@@ -305,11 +287,6 @@ impl Stop {
         (self.interrupt)();
         state.stopping = true;
     }
-}
-
-fn cycle(v: View, by: usize) -> View {
-    let i = View::ALL.iter().position(|x| *x == v).unwrap_or(0);
-    View::ALL[(i + by) % View::ALL.len()]
 }
 
 #[cfg(test)]

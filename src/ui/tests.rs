@@ -169,7 +169,7 @@ const LARGE: (u16, u16) = (200, 60);
 fn state(view: View) -> ViewState {
     ViewState {
         view,
-        selected: 3,
+        selected: Some(3),
         ..ViewState::default()
     }
 }

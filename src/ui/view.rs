@@ -14,7 +14,7 @@ use ratatui::widgets::{
 use super::format::{clock, count, latency_ms, latency_us, nines, percent, percentile, rate};
 use crate::metrics::grid::Phase;
 use crate::report::live::Live;
-use crate::report::summary::Operation;
+use crate::report::summary::{Errors, Operation};
 
 /// The views, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,6 +46,7 @@ pub enum SortKey {
     Rate,
     P50,
     P90,
+    P95,
     P99,
     P999,
     Max,
@@ -53,24 +54,28 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 9] = [
+    pub const ALL: [SortKey; 10] = [
         SortKey::Name,
         SortKey::Requests,
         SortKey::Rate,
         SortKey::P50,
         SortKey::P90,
+        SortKey::P95,
         SortKey::P99,
         SortKey::P999,
         SortKey::Max,
         SortKey::Errors,
     ];
 
-    const HEADERS: [&'static str; 9] = [
+    /// Column headers; the rate column says `now/s` while the run goes (the last interval's
+    /// ok/s) and `ok/s` once it is over (the run's own, as the summary has it).
+    const HEADERS: [&'static str; 10] = [
         "operation",
         "requests",
         "ok/s",
         "p50",
         "p90",
+        "p95",
         "p99",
         "p99.9",
         "max",
@@ -90,8 +95,9 @@ pub struct ViewState {
     pub sort: SortKey,
     /// Sort ascending instead (names sort ascending by default).
     pub reverse: bool,
-    /// The operation of the operation view (an index into the run's operations).
-    pub selected: usize,
+    /// The operation of the operation view (an index into the run's operations); `None` until
+    /// the viewer chooses: the busiest operation of the workload ([`ViewState::operation`]).
+    pub selected: Option<usize>,
     pub help: bool,
     /// A stop was asked for: requests in flight are finishing.
     pub stopping: bool,
@@ -100,6 +106,72 @@ pub struct ViewState {
     /// The run is over and the dashboard waits for a key.
     pub waiting_for_key: bool,
 }
+
+/// What a key asks of the dashboard beyond redrawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAction {
+    /// Stop the run (requests in flight finish; results are written).
+    Stop,
+    /// Nothing more.
+    None,
+}
+
+impl ViewState {
+    /// The operation the operation view shows: the one chosen, else the workload's busiest
+    /// (most requests; the session opening only when nothing else ran).
+    pub fn operation(&self, live: &Live) -> usize {
+        if let Some(i) = self.selected.filter(|i| *i < live.ops.len()) {
+            return i;
+        }
+        let busiest = live
+            .ops
+            .iter()
+            .enumerate()
+            .skip(1)
+            .max_by_key(|(i, o)| (o.started, std::cmp::Reverse(*i)))
+            .filter(|(_, o)| o.started > 0)
+            .map(|(i, _)| i);
+        busiest.unwrap_or(0)
+    }
+
+    /// Applies a key (the dashboard's keys, testable without a terminal). Esc closes the help
+    /// when it is open and stops the run only when nothing is.
+    pub fn on_key(&mut self, key: crossterm::event::KeyEvent, live: Option<&Live>) -> KeyAction {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        let ops = live.map_or(0, |l| l.ops.len());
+        let ctrl_c =
+            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            _ if ctrl_c => return KeyAction::Stop,
+            KeyCode::Esc if self.help => self.help = false,
+            KeyCode::Char('q') | KeyCode::Esc => return KeyAction::Stop,
+            KeyCode::Tab => self.view = cycle(self.view, 1),
+            KeyCode::BackTab => self.view = cycle(self.view, View::ALL.len() - 1),
+            KeyCode::Char(c @ '1'..='3') => self.view = View::ALL[c as usize - '1' as usize],
+            KeyCode::Char('s') => self.sort = self.sort.next(),
+            KeyCode::Char('r') => self.reverse = !self.reverse,
+            KeyCode::Char('?') | KeyCode::Char('h') => self.help = !self.help,
+            KeyCode::Down | KeyCode::Char('j') if ops > 0 => {
+                let i = live.map_or(0, |l| self.operation(l));
+                self.selected = Some((i + 1) % ops);
+            }
+            KeyCode::Up | KeyCode::Char('k') if ops > 0 => {
+                let i = live.map_or(0, |l| self.operation(l));
+                self.selected = Some((i + ops - 1) % ops);
+            }
+            _ => {}
+        }
+        KeyAction::None
+    }
+}
+
+fn cycle(v: View, by: usize) -> View {
+    let i = View::ALL.iter().position(|x| *x == v).unwrap_or(0);
+    View::ALL[(i + by) % View::ALL.len()]
+}
+
+/// The smallest terminal the dashboard draws in; below it, it says so.
+pub const MIN_SIZE: (u16, u16) = (60, 16);
 
 /// Styles from the terminal's own palette, so they read on dark and light backgrounds.
 struct Theme {
@@ -152,6 +224,20 @@ pub fn draw(frame: &mut Frame, live: Option<&Live>, state: &ViewState) {
         on: !state.no_color,
     };
     let area = frame.area();
+    if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        let p = Paragraph::new(vec![
+            Line::from("mcpbench").style(theme.bold()),
+            Line::from(format!(
+                "the terminal is {}×{}: the dashboard needs {}×{}",
+                area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
+            )),
+            Line::from("enlarge it (the run goes on; q stops it)"),
+        ])
+        .wrap(Wrap { trim: true })
+        .alignment(Alignment::Center);
+        frame.render_widget(p, area);
+        return;
+    }
     let Some(live) = live else {
         let p = Paragraph::new(vec![
             Line::from("mcpbench").style(theme.bold()),
@@ -206,8 +292,15 @@ fn header(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, theme: 
         .borders(Borders::ALL)
         .title(title)
         .title_top(Line::from(tabs).right_aligned());
-    let elapsed = live.elapsed();
+    // The clock runs to the scenario's duration and stops there: the drain after it (requests
+    // in flight finishing) is not load time.
     let total = h.duration();
+    let draining = live.elapsed() > total && !total.is_zero();
+    let elapsed = if total.is_zero() {
+        live.elapsed()
+    } else {
+        live.elapsed().min(total)
+    };
     let (level, stage) = h.level_at(elapsed);
     let unit = if h.load.model == "open" {
         "req/s"
@@ -240,6 +333,8 @@ fn header(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, theme: 
         Span::styled(" finished", theme.ok())
     } else if state.stopping {
         Span::styled(" stopping", theme.warn())
+    } else if draining {
+        Span::styled(" draining", theme.warn())
     } else if elapsed < h.warmup() {
         Span::styled(" warm-up", theme.warn())
     } else {
@@ -304,14 +399,18 @@ fn help(frame: &mut Frame, area: Rect, theme: &Theme) {
     let lines = vec![
         Line::from(Span::styled("keys", theme.bold())),
         Line::from(""),
-        Line::from("q, Esc, Ctrl-C   stop the run (in-flight requests"),
+        Line::from("q, Ctrl-C        stop the run (in-flight requests"),
         Line::from("                 finish; results are written)"),
+        Line::from("Esc              close this help; else stop the run"),
         Line::from("Tab, Shift-Tab   next, previous view"),
         Line::from("1 2 3            overview, distribution, operation"),
         Line::from("s                sort the operations by the next column"),
         Line::from("r                reverse the sort"),
         Line::from("↑ ↓, j k         choose the operation"),
-        Line::from("?                this help"),
+        Line::from("?                this help (? or Esc closes it)"),
+        Line::from(""),
+        Line::from("now/s: ok/s in the last interval; once the run is"),
+        Line::from("over, ok/s over its measured window (as the summary)"),
     ];
     let w = 58.min(area.width);
     let h = (lines.len() as u16 + 2).min(area.height);
@@ -338,12 +437,14 @@ fn placeholder(frame: &mut Frame, area: Rect, live: &Live, block: Block, theme: 
     );
 }
 
-/// Waiting for data: what the panels say before the first measured interval.
+/// Waiting for data: what an empty panel says.
 fn waiting(live: &Live) -> &'static str {
     if live.history.is_empty() {
         "waiting for the first interval of data…"
-    } else {
+    } else if live.elapsed() <= live.header.warmup() {
         "warm-up: nothing measured yet"
+    } else {
+        "nothing measured here yet"
     }
 }
 
@@ -395,9 +496,10 @@ fn rows<'a>(live: &'a Live, state: &ViewState) -> Vec<(usize, &'a Operation)> {
         match state.sort {
             SortKey::Name => 0.0,
             SortKey::Requests => o.started as f64,
-            SortKey::Rate => live.rate_now.get(*i).copied().unwrap_or(0.0),
+            SortKey::Rate => op_rate(live, *i, o),
             SortKey::P50 => p(o, |l| l.p50_ms),
             SortKey::P90 => p(o, |l| l.p90_ms),
+            SortKey::P95 => p(o, |l| l.p95_ms),
             SortKey::P99 => p(o, |l| l.p99_ms),
             SortKey::P999 => p(o, |l| l.p999_ms),
             SortKey::Max => p(o, |l| l.max_ms),
@@ -432,6 +534,11 @@ fn operations_table(
             (true, true) => "▲",
             (true, false) => "▼",
         };
+        let h = if *k == SortKey::Rate && !live.finished {
+            "now/s"
+        } else {
+            h
+        };
         let text = format!("{h}{arrow}");
         let cell = if *k == SortKey::Name {
             Cell::from(text)
@@ -449,7 +556,7 @@ fn operations_table(
         num(o.latency.as_ref().map_or("-".into(), |l| latency_ms(f(l))))
     };
     // Narrow screens: `tools/call:` goes, the tool name stays.
-    let room = area.width.saturating_sub(2 + 8 + 6 + 5 * 6 + 6 + 8) as usize;
+    let room = area.width.saturating_sub(2 + 9 + 6 + 6 * 6 + 6 + 9) as usize;
     let short = ops.iter().any(|(_, o)| o.name.chars().count() > room);
     let name = |o: &Operation| {
         if short {
@@ -470,9 +577,10 @@ fn operations_table(
             Row::new(vec![
                 Cell::from(name(o)),
                 num(count(o.started)),
-                num(rate(live.rate_now.get(*i).copied().unwrap_or(0.0))),
+                num(rate(op_rate(live, *i, o))),
                 lat(o, |l| l.p50_ms),
                 lat(o, |l| l.p90_ms),
+                lat(o, |l| l.p95_ms),
                 lat(o, |l| l.p99_ms),
                 lat(o, |l| l.p999_ms),
                 lat(o, |l| l.max_ms),
@@ -484,6 +592,7 @@ fn operations_table(
     let widths = [
         Constraint::Fill(1),
         Constraint::Length(9),
+        Constraint::Length(6),
         Constraint::Length(6),
         Constraint::Length(6),
         Constraint::Length(6),
@@ -503,6 +612,16 @@ fn operations_table(
             .block(block),
         area,
     );
+}
+
+/// An operation's ok/s: the last measured interval's while the run goes, the run's own once
+/// it is over.
+fn op_rate(live: &Live, i: usize, o: &Operation) -> f64 {
+    if live.finished {
+        o.throughput
+    } else {
+        live.rate_now.get(i).copied().unwrap_or(0.0)
+    }
 }
 
 /// A right-aligned table cell, for numbers.
@@ -547,33 +666,26 @@ fn throughput_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize
             }
         }
     }
-    // While running, the last interval; at the end, the whole measured window.
+    // While running, the last measured interval; at the end, the run's own figure (the
+    // summary's: measured ok over the measured window).
     let shown_ok = match (live.finished, op) {
         (true, Some(i)) => live.ops.get(i).map_or(0.0, |o| o.throughput),
-        (true, None) => live.ops.iter().map(|o| o.throughput).sum(),
+        (true, None) => live.totals.throughput,
         (false, _) => ok.last().map_or(0.0, |p| p.1),
     };
-    let (total, errors) = (live.ended, live.failed);
+    let errors = match op {
+        Some(i) => live
+            .ops
+            .get(i)
+            .map_or_else(Errors::default, |o| Errors::of(&[o], &[])),
+        None => live.error_rates,
+    };
     let mut title = vec![
         Span::raw(if live.finished { " mean " } else { " " }),
         Span::styled(format!("{} ok/s", rate(shown_ok)), theme.ok()),
-        Span::raw(" · "),
-        Span::styled(
-            format!(
-                "errors {}",
-                percent(if total > 0 {
-                    errors as f64 / total as f64
-                } else {
-                    0.0
-                })
-            ),
-            if errors > 0 {
-                theme.bad()
-            } else {
-                Style::new()
-            },
-        ),
+        Span::raw(if live.finished { " · " } else { " now · " }),
     ];
+    title.extend(error_spans(&errors, area.width > 70, theme));
     if !warm.is_empty() && area.width > 50 {
         title.push(Span::styled(" · warm-up", theme.dim()));
     }
@@ -586,9 +698,13 @@ fn throughput_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize
     if ok.is_empty() && warm.is_empty() {
         return placeholder(frame, area, live, block, theme);
     }
-    let all = ok.iter().chain(&err).chain(&warm);
-    let max = all.clone().map(|p| p.1).fold(0.0, f64::max);
-    let (x0, x1) = x_bounds(all.map(|p| p.0));
+    let max = ok
+        .iter()
+        .chain(&err)
+        .chain(&warm)
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let (x0, x1) = time_bounds(live, area.width);
     let (top, labels) = linear_axis(max, rate);
     let mut sets = vec![
         Dataset::default()
@@ -631,11 +747,32 @@ fn throughput_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize
     frame.render_widget(chart, area);
 }
 
-fn x_bounds(xs: impl Iterator<Item = f64>) -> (f64, f64) {
+/// `errors 1.2 %` and, when `parts`, the kinds that occurred (`· tool 1.0 % · protocol 0.2 %`).
+fn error_spans(e: &Errors, parts: bool, theme: &Theme) -> Vec<Span<'static>> {
+    let style = if e.failed > 0 {
+        theme.bad()
+    } else {
+        Style::new()
+    };
+    let mut out = vec![Span::styled(format!("errors {}", percent(e.rate)), style)];
+    if parts {
+        for (name, r) in e.parts() {
+            out.push(Span::styled(
+                format!(" · {name} {}", percent(r)),
+                theme.dim(),
+            ));
+        }
+    }
+    out
+}
+
+/// The time axis every chart of a view shares: the intervals of the window (warm-up and the
+/// measured window; the drain is not charted) that fit a chart `width` cells wide.
+fn time_bounds(live: &Live, width: u16) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::MAX, f64::MIN);
-    for x in xs {
-        lo = lo.min(x);
-        hi = hi.max(x);
+    for s in window(live, width.saturating_sub(10)).filter(|s| s.phase != Phase::Drain) {
+        lo = lo.min(s.end.as_secs_f64());
+        hi = hi.max(s.end.as_secs_f64());
     }
     if lo > hi {
         (0.0, 1.0)
@@ -667,21 +804,21 @@ fn log_axis(lo_us: f64, hi_us: f64) -> ([f64; 2], Vec<String>) {
     ([lo, hi], labels)
 }
 
-const PERCENTILES: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
+const PERCENTILES: [&str; 5] = ["p50", "p90", "p95", "p99", "p99.9"];
 
-/// Latency over time (p50, p90, p99, p99.9 of ok responses per interval), log scale.
+/// Latency over time (p50, p90, p95, p99, p99.9 of ok responses per interval), log scale.
 fn latency_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize>, theme: &Theme) {
-    let mut series: [Vec<(f64, f64)>; 4] = Default::default();
+    let mut series: [Vec<(f64, f64)>; 5] = Default::default();
     for s in window(live, area.width.saturating_sub(10)) {
         if s.phase != Phase::Measured {
             continue;
         }
         let v = match op {
             Some(i) => match s.ops.get(i) {
-                Some(o) if o.ok > 0 => [o.p50_us, o.p90_us, o.p99_us, o.p999_us],
+                Some(o) if o.ok > 0 => [o.p50_us, o.p90_us, o.p95_us, o.p99_us, o.p999_us],
                 _ => continue,
             },
-            None if s.ok > 0 => [s.p50_us, s.p90_us, s.p99_us, s.p999_us],
+            None if s.ok > 0 => [s.p50_us, s.p90_us, s.p95_us, s.p99_us, s.p999_us],
             None => continue,
         };
         let t = s.end.as_secs_f64();
@@ -694,9 +831,9 @@ fn latency_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize>, 
     let inner = area.width.saturating_sub(4) as usize;
     let text = |k: usize| format!("{} {} ", PERCENTILES[k], latency_us(last(k)));
     // p50 and the tail first when room is short; shown in percentile order.
-    let mut shown = [false; 4];
+    let mut shown = [false; 5];
     let mut used = 1;
-    for k in [0, 2, 3, 1] {
+    for k in [0, 3, 4, 2, 1] {
         let n = text(k).chars().count();
         if used + n <= inner {
             used += n;
@@ -704,7 +841,7 @@ fn latency_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize>, 
         }
     }
     let mut title = vec![Span::raw(" ")];
-    for k in (0..4).filter(|k| shown[*k]) {
+    for k in (0..5).filter(|k| shown[*k]) {
         title.push(Span::styled(text(k), theme.series(k)));
     }
     if used + 8 <= inner {
@@ -716,13 +853,13 @@ fn latency_chart(frame: &mut Frame, area: Rect, live: &Live, op: Option<usize>, 
         return placeholder(frame, area, live, block, theme);
     }
     let lo = series[0].iter().map(|p| p.1).fold(f64::MAX, f64::min);
-    let hi = series[3].iter().map(|p| p.1).fold(0.0, f64::max);
+    let hi = series[4].iter().map(|p| p.1).fold(0.0, f64::max);
     let (bounds, labels) = log_axis(lo, hi);
     let logged: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|s| s.iter().map(|(t, v)| (*t, v.log10())).collect())
         .collect();
-    let (x0, x1) = x_bounds(series[0].iter().map(|p| p.0));
+    let (x0, x1) = time_bounds(live, area.width);
     let sets = logged
         .iter()
         .enumerate()
@@ -965,7 +1102,8 @@ fn distribution(frame: &mut Frame, area: Rect, live: &Live, theme: &Theme) {
 
 /// One operation in detail: its throughput and latency over time, outcomes, streams.
 fn operation(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, theme: &Theme) {
-    let Some(o) = live.ops.get(state.selected) else {
+    let selected = state.operation(live);
+    let Some(o) = live.ops.get(selected) else {
         let block = Block::bordered().title(" operation ");
         return placeholder(frame, area, live, block, theme);
     };
@@ -973,12 +1111,12 @@ fn operation(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, them
         Layout::vertical([Constraint::Min(6), Constraint::Length(7)]).areas(area);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(charts);
-    throughput_chart(frame, left, live, Some(state.selected), theme);
-    latency_chart(frame, right, live, Some(state.selected), theme);
+    throughput_chart(frame, left, live, Some(selected), theme);
+    latency_chart(frame, right, live, Some(selected), theme);
     let mut lines = vec![Line::from(vec![
         Span::styled(format!(" {} ", o.name), theme.bold()),
         Span::styled(
-            format!("({}/{} · ↑↓ to choose)", state.selected + 1, live.ops.len()),
+            format!("({}/{} · ↑↓ to choose)", selected + 1, live.ops.len()),
             theme.dim(),
         ),
     ])];
@@ -995,10 +1133,11 @@ fn operation(frame: &mut Frame, area: Rect, live: &Live, state: &ViewState, them
     )));
     if let Some(l) = &o.latency {
         lines.push(Line::from(format!(
-            " ok latency: min {} · mean {} · p50 {} · p99 {} · p99.9 {} · max {}",
+            " ok latency: min {} · mean {} · p50 {} · p95 {} · p99 {} · p99.9 {} · max {}",
             latency_ms(l.min_ms),
             latency_ms(l.mean_ms),
             latency_ms(l.p50_ms),
+            latency_ms(l.p95_ms),
             latency_ms(l.p99_ms),
             latency_ms(l.p999_ms),
             latency_ms(l.max_ms)
