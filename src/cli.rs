@@ -70,6 +70,11 @@ pub enum Command {
         /// several; adds to the scenario's `target.pid`. Stdio servers are sampled anyway.
         #[arg(long = "target-pid", value_name = "PID")]
         target_pid: Vec<u32>,
+        /// Run the scenario N times, one after the other, into OUTPUT/run-1 … run-N: a side
+        /// of `mcpbench compare` that sees the machine's drift between runs (3 or more). Exit 1
+        /// if a threshold was breached in any; `--format prometheus|junit` prints the last's.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        repeat: u16,
         #[command(flatten)]
         overrides: Overrides,
         #[command(flatten)]
@@ -151,16 +156,31 @@ pub enum Command {
         #[arg(long)]
         format: Option<SummaryFormat>,
     },
-    /// Compare two runs (directories or summary.json files): per operation, the change of
-    /// p50/p90/p99/p99.9, throughput and error rate, with a verdict that accounts for the noise
-    /// seen across each run's intervals. Exit 1 if anything regressed.
+    /// Compare two sides, each one run or several (a run directory, or a directory of them
+    /// such as `run --repeat` writes): per operation, the change of p50/p90/p95/p99/p99.9,
+    /// throughput and error rate, with a verdict that accounts for the noise — the spread
+    /// between runs with several a side, else the spread inside each run. Exit 1 if anything
+    /// regressed (or a budget was breached beyond the noise).
+    #[command(
+        after_help = "Examples:\n  mcpbench compare results/base results/current\n  \
+        mcpbench run ci.toml --repeat 3 -o base; mcpbench run ci.toml --repeat 3 -o current; mcpbench compare base current\n  \
+        mcpbench compare base current --budget p95=+15%,throughput=-10%,errors=+0.5pp --format json"
+    )]
     Compare {
+        /// The base side: a run directory (or its summary.json), or a directory of runs.
         base: PathBuf,
+        /// The current side, as BASE.
         current: PathBuf,
         /// The smallest change, in percent, that can be a regression or an improvement (also
-        /// what absorbs the drift between two runs of a shared machine).
+        /// what absorbs some drift between two single runs of a shared machine).
         #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
         min_change: f64,
+        /// How much worse each metric may get before it is a regression (when clear of the
+        /// noise): METRIC=CHANGE,… with p50…p99.9 and throughput in % and errors in percentage
+        /// points, e.g. `p95=+15%,throughput=-10%,errors=+0.5pp`. Default: the current runs'
+        /// scenario's `[compare]` table.
+        #[arg(long, value_name = "BUDGETS")]
+        budget: Option<String>,
         /// `markdown` (for a pull-request comment) or `json`.
         #[arg(long, default_value = "markdown")]
         format: CompareFormat,
@@ -648,8 +668,9 @@ pub fn execute(cli: Cli) -> ExitCode {
             base,
             current,
             min_change,
+            budget,
             format,
-        } => compare(&base, &current, min_change, format),
+        } => compare((&base, &current), min_change, budget.as_deref(), format),
         Command::Merge {
             runs,
             output,
@@ -746,6 +767,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             format,
             grace,
             target_pid,
+            repeat,
             overrides,
             display,
             scale,
@@ -801,7 +823,7 @@ pub fn execute(cli: Cli) -> ExitCode {
             run(
                 &scenario,
                 (&overrides, shard),
-                opts,
+                (opts, usize::from(repeat)),
                 (display, metrics),
                 format,
             )
@@ -840,23 +862,37 @@ pub fn execute(cli: Cli) -> ExitCode {
 
 /// `compare`: prints the comparison; exit 1 on a regression.
 fn compare(
-    base: &std::path::Path,
-    current: &std::path::Path,
+    (base, current): (&std::path::Path, &std::path::Path),
     min_change: f64,
+    budget: Option<&str>,
     format: CompareFormat,
 ) -> ExitCode {
     use crate::report::{compare, run::RunFiles};
-    let (b, c) = match (RunFiles::read(base), RunFiles::read(current)) {
+    let (b, c) = match (RunFiles::read_side(base), RunFiles::read_side(current)) {
         (Ok(b), Ok(c)) => (b, c),
         (Err(e), _) | (_, Err(e)) => return error(e),
     };
-    if b.summary.scenario.name != c.summary.scenario.name {
+    let names: std::collections::BTreeSet<&str> = b
+        .iter()
+        .chain(&c)
+        .map(|r| r.summary.scenario.name.as_str())
+        .collect();
+    if names.len() > 1 {
+        let names: Vec<&str> = names.into_iter().collect();
         eprintln!(
-            "warning: comparing different scenarios ({} and {})",
-            b.summary.scenario.name, c.summary.scenario.name
+            "warning: comparing different scenarios ({})",
+            names.join(", ")
         );
     }
-    let cmp = compare::compare(&b, &c, min_change / 100.0);
+    // Budgets: as given, else the current runs' scenario's `[compare]`.
+    let budgets = match budget {
+        Some(text) => match compare::Budget::parse_list(text) {
+            Ok(b) => b,
+            Err(e) => return error(format_args!("--budget: {e}")),
+        },
+        None => c[0].summary.budgets.clone(),
+    };
+    let cmp = compare::compare(&b, &c, min_change / 100.0, &budgets);
     match format {
         CompareFormat::Markdown => print!("{}", compare::markdown(&cmp)),
         CompareFormat::Json => match serde_json::to_string_pretty(&cmp) {
@@ -1024,7 +1060,7 @@ fn probe_tenants(
 fn run(
     file: &std::path::Path,
     (overrides, shard): (&[scenario::Override], scenario::Shard),
-    mut opts: RunOptions,
+    (mut opts, repeat): (RunOptions, usize),
     (display, metrics): (Display, Option<std::net::TcpListener>),
     format: SummaryFormat,
 ) -> ExitCode {
@@ -1039,6 +1075,12 @@ fn run(
         return error(
             "--start-at and --start-barrier start one run of a split scenario; a find-max \
              search or an A/B run is many runs on one generator",
+        );
+    }
+    if repeat > 1 && (plan.ab.is_some() || plan.find_max.is_some()) {
+        return error(
+            "--repeat runs one scenario several times; an A/B run or a find-max search is \
+             already many runs (an A/B run interleaves its targets for the same reason)",
         );
     }
     let interrupt = driver::Interrupt::default();
@@ -1069,6 +1111,17 @@ fn run(
                 crate::report::sweep::render(&report, &dir),
                 report.interrupted,
                 false,
+                dir,
+            )
+        })
+    } else if repeat > 1 {
+        driver::repeat::repeat(plan, &opts, repeat, interrupt.clone()).map(|(runs, dir)| {
+            // Prometheus or JUnit: the last run's (each run's files are in its directory).
+            let last = runs.last().and_then(|r| format.render(&r.summary));
+            (
+                last.unwrap_or_else(|| driver::repeat::render(&runs, &dir)),
+                runs.iter().any(|r| r.summary.interrupted),
+                runs.iter().any(|r| r.summary.breached().next().is_some()),
                 dir,
             )
         })

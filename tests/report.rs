@@ -356,3 +356,75 @@ fn merging_two_runs_equals_their_sum_exactly() {
     );
     assert_eq!(code, 2, "one run is not a merge: {err}");
 }
+
+/// `run --repeat 3` makes a side of three runs, and `compare` then takes its noise from the
+/// spread between runs: three more runs of the same scenario are unchanged, a backend 50 %
+/// slower regresses p50 and throughput; budgets replace `min_change` for the metrics they name
+/// (held when the change is within them, breached beyond).
+#[test]
+fn compare_with_repeated_runs_flags_injected_regressions_and_judges_budgets() {
+    let dir = scratch();
+    let scenario = crate::support::scenario(
+        dir.path(),
+        "rep.toml",
+        "name = \"rep\"\n[embedded]\nbackend_latency = \"10ms\"\n[load]\nconcurrency = 4\nduration = \"1500ms\"\nwarmup = \"500ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"get-invoice\"\narguments = { id = \"${range:1..100}\" }\n",
+    );
+    let file = scenario.display().to_string();
+    let runs = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name).display().to_string();
+        let mut args = vec!["run", &file, "--quiet", "--repeat", "3", "--output", &out];
+        args.extend_from_slice(extra);
+        let (code, o, e) = mcpbench(&args, &repo());
+        assert_eq!(code, 0, "{o}{e}");
+        for i in 1..=3 {
+            assert!(
+                std::path::Path::new(&out)
+                    .join(format!("run-{i}/summary.json"))
+                    .is_file()
+            );
+        }
+        out
+    };
+    let base = runs("base", &[]);
+    let same = runs("same", &[]);
+    let slow = runs("slow", &["--set", "embedded.backend_latency=15ms"]);
+    let json = |a: &str, b: &str, extra: &[&str]| {
+        let mut args = vec!["compare", a, b, "--format", "json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = mcpbench(&args, &repo());
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        (code, v)
+    };
+    let verdict = |v: &serde_json::Value, metric: &str| {
+        v["deltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["metric"] == metric)
+            .unwrap()["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (code, v) = json(&base, &same, &[]);
+    assert_eq!(v["method"], "between_runs");
+    assert_eq!(code, 0, "the same scenario, three runs a side: {v:#}");
+    let (code, v) = json(&base, &slow, &[]);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(verdict(&v, "p50"), "regressed", "{v:#}");
+    assert_eq!(verdict(&v, "throughput"), "regressed", "{v:#}");
+    // Budgets wider than the change: held, exit 0; a narrower p50 budget: breached.
+    let wide = "p50=+80%,p90=+80%,p95=+80%,p99=+80%,p99.9=+80%,throughput=-50%";
+    let (code, v) = json(&base, &slow, &["--budget", wide]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(verdict(&v, "p50"), "unchanged");
+    let narrow = "p50=+20%,p90=+80%,p95=+80%,p99=+80%,p99.9=+80%,throughput=-50%";
+    let (code, md, _) = mcpbench(&["compare", &base, &slow, "--budget", narrow], &repo());
+    assert_eq!(code, 1, "{md}");
+    assert!(
+        md.contains("- p50 +20%: **breached** by tools/call:get-invoice"),
+        "{md}"
+    );
+    assert!(md.contains("- throughput -50%: held"), "{md}");
+}

@@ -209,6 +209,7 @@ fn schema_tables_hold_exactly_the_keys_the_parser_accepts() {
     let mut described = BTreeSet::new();
     schema_tables(&root, &root, "", &mut described);
     described.remove("thresholds");
+    described.remove("compare");
     assert_eq!(
         described, tables,
         "the schema's tables (left) against KNOWN_KEYS (right)"
@@ -411,10 +412,18 @@ p999 = "< 1_000ms"
 max = "< 2s"
 mean = "< 500us"
 error_rate = "< 0.1%"
+tool_error_rate = "< 1%"
+protocol_error_rate = "<= 0.001"
+p95 = "< 15ms"
 throughput = "> 1_000/s"
 abort_on_fail = true
 "tools/call:echo".p50 = "< 500µs"
 "tools/call:echo".error_rate = "<= 0.01"
+[compare]
+p95 = "+15%"
+"p99.9" = "+25%"
+throughput = "-10%"
+error_rate = "+0.5pp"
 "#
     );
     let stdio = r#"[target]

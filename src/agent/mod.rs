@@ -383,12 +383,13 @@ impl Agent {
             serde_json::from_value(args).map_err(|e| format!("invalid arguments: {e}"))?;
         let read = |which: &str, p: &str| {
             let path = self.locate(p);
-            RunFiles::read(&path).map_err(|e| format!("cannot read the {which} run: {e}"))
+            RunFiles::read_side(&path).map_err(|e| format!("cannot read the {which} run: {e}"))
         };
         let (b, c) = (read("base", &a.base)?, read("current", &a.current)?);
         let min = a.min_change_percent.unwrap_or(10.0);
-        let cmp = compare::compare(&b, &c, min / 100.0);
-        Ok(comparison(&cmp, &b.dir, &c.dir, min, &b, &c))
+        let cmp = compare::compare(&b, &c, min / 100.0, &[]);
+        let (b, c) = (&b[0], &c[0]);
+        Ok(comparison(&cmp, &b.dir, &c.dir, min, b, c))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod findmax;
 pub mod limits;
 pub mod oauth;
 pub mod preflight;
+pub mod repeat;
 pub mod resolve;
 pub mod runner;
 pub mod schedule;

@@ -108,6 +108,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
             .collect(),
         notes,
         thresholds: Vec::new(),
+        budgets: plan.budgets.clone(),
         shard: (!plan.load.shard.is_whole()).then_some(summary::ShardInfo {
             index: plan.load.shard.index,
             count: plan.load.shard.count,

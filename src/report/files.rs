@@ -45,3 +45,23 @@ pub fn read_summary(path: &Path) -> std::io::Result<Summary> {
     }
     Ok(s)
 }
+
+/// The runs a path names: a run directory (or its `summary.json`), or a directory of run
+/// directories (`mcpbench run --repeat`, shards on a shared volume), sorted.
+pub fn run_dirs(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if path.join("summary.json").is_file() || path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(path)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        return Err(std::io::Error::other(format!(
+            "{}: neither a run directory (summary.json) nor a directory of them",
+            path.display()
+        )));
+    }
+    Ok(found)
+}

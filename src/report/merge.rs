@@ -73,30 +73,14 @@ fn expand(runs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
     let [dir] = runs else {
         return Ok(runs.to_vec());
     };
-    if dir.join("summary.json").is_file() || dir.extension().is_some_and(|e| e == "json") {
-        return Err(MergeError::TooFew);
-    }
-    let entries = std::fs::read_dir(dir).map_err(|e| MergeError::Bad {
+    let found = super::files::run_dirs(dir).map_err(|e| MergeError::Bad {
         path: dir.display().to_string(),
         why: e.to_string(),
     })?;
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("summary.json").is_file())
-        .collect();
-    found.sort();
-    if found.len() < 2 {
-        return Err(MergeError::Bad {
-            path: dir.display().to_string(),
-            why: format!(
-                "{} run director{} inside (subdirectories with a summary.json); merge needs at \
-                 least two",
-                found.len(),
-                if found.len() == 1 { "y" } else { "ies" }
-            ),
-        });
+    match found.len() {
+        1 => Err(MergeError::TooFew),
+        _ => Ok(found),
     }
-    Ok(found)
 }
 
 /// The shards of a split run must be one split, each shard once; missing ones are an error

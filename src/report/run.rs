@@ -33,6 +33,8 @@ pub struct RunFiles {
 /// One operation in one interval of the log: ok responses and their percentiles (µs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IntervalPoint {
+    /// Where it begins, seconds from the run's start.
+    pub start: f64,
     /// Seconds.
     pub length: f64,
     pub count: u64,
@@ -90,6 +92,16 @@ impl RunFiles {
         })
     }
 
+    /// Every run a path names (one run directory, or a directory of them: see
+    /// [`files::run_dirs`]).
+    pub fn read_side(path: &Path) -> Result<Vec<RunFiles>, ReadError> {
+        let dirs = files::run_dirs(path).map_err(|source| ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        dirs.iter().map(|d| RunFiles::read(d)).collect()
+    }
+
     /// A column of the time series (empty when absent).
     pub fn column(&self, name: &str) -> &[f64] {
         self.series.get(name).map_or(&[], Vec::as_slice)
@@ -135,6 +147,8 @@ pub struct LoggedInterval {
     pub tag: String,
     /// Seconds since the Unix epoch (the log's base time plus the interval's offset).
     pub start: f64,
+    /// Seconds from the log's start time (the run's start).
+    pub offset: f64,
     /// Seconds.
     pub length: f64,
     pub hist: Histogram<u64>,
@@ -172,6 +186,7 @@ pub fn read_intervals(bytes: &[u8]) -> Result<Vec<LoggedInterval>, String> {
                 .map(|t| t.as_str().to_string())
                 .unwrap_or_default(),
             start: base + ilh.start_timestamp().as_secs_f64(),
+            offset: ilh.start_timestamp().as_secs_f64(),
             length: ilh.duration().as_secs_f64(),
             hist,
         });
@@ -186,6 +201,7 @@ pub fn read_hlog(bytes: &[u8]) -> Result<Hlog, String> {
     for i in read_intervals(bytes)? {
         let h = &i.hist;
         let point = IntervalPoint {
+            start: i.offset,
             length: i.length,
             count: h.len(),
             p50: h.value_at_quantile(0.5),

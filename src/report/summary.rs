@@ -49,6 +49,10 @@ pub struct Summary {
     pub target_processes: Vec<crate::metrics::target::TargetProcess>,
     /// Things the reader should know: anomalies detected in what was measured, and warnings.
     pub notes: Vec<String>,
+    /// The scenario's `[compare]` budgets: what `mcpbench compare` judges this run (as the
+    /// current side) by when no `--budget` is given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<crate::scenario::budget::Budget>,
     /// The scenario's `[thresholds]`, each with the value measured and whether it held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,

@@ -12,6 +12,7 @@
 //! file's TOML before the same checks run; their errors name the flag.
 
 pub mod args;
+pub mod budget;
 mod check;
 mod load;
 mod locate;

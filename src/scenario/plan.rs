@@ -27,6 +27,9 @@ pub struct Plan {
     pub find_max: Option<FindMax>,
     /// Pass/fail conditions on the result (`[thresholds]`).
     pub thresholds: Thresholds,
+    /// `[compare]`: how much worse each metric may get when `mcpbench compare` judges a run
+    /// of this scenario against a base.
+    pub budgets: Vec<super::budget::Budget>,
     /// `[[targets]]` and `[ab]`: several targets compared under identical load instead of one
     /// run (`target` is then the first, the baseline).
     pub ab: Option<Ab>,
@@ -719,6 +722,10 @@ pub(crate) fn build(
         .map(|t| super::thresholds::thresholds(src, t, &ops))
         .transpose()?
         .unwrap_or_default();
+    let budgets = match &raw.compare {
+        Some(t) => super::budget::from_table(src, t)?,
+        None => Vec::new(),
+    };
     Ok(Plan {
         name,
         description: raw.description.clone(),
@@ -728,6 +735,7 @@ pub(crate) fn build(
         ops,
         find_max,
         thresholds,
+        budgets,
         ab,
         replay,
     })

@@ -25,6 +25,8 @@ pub struct RawScenario {
     pub replay: Option<Spanned<RawReplay>>,
     /// Read by `thresholds`: metric = "condition", or an operation's table of them.
     pub thresholds: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    /// `mcpbench compare`'s budgets for this scenario's runs: metric = "change".
+    pub compare: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -216,7 +218,7 @@ pub struct RawExpect {
 /// the same keys; tests/scenario_schema.rs holds the three to one another.
 #[rustfmt::skip]
 pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
-    ("", &["name", "description", "target", "targets", "ab", "embedded", "load", "workload", "find_max", "replay", "thresholds"]),
+    ("", &["name", "description", "target", "targets", "ab", "embedded", "load", "workload", "find_max", "replay", "thresholds", "compare"]),
     ("target", TARGET_KEYS),
     ("target.oauth", OAUTH_KEYS),
     ("target.credentials", CREDENTIAL_KEYS),
