@@ -1310,6 +1310,11 @@ pub struct GatewayArgs {
         requires = "upstreams"
     )]
     upstream_headers: Vec<String>,
+    /// List the reference server's own tools (echo, sleep, the REST-backed ones…) beside the
+    /// upstreams' (by default a gateway lists only its upstreams' tools, so a workload that
+    /// forgot `tool_prefix` cannot measure the gateway's local `echo` by mistake).
+    #[arg(long, requires = "upstreams")]
+    local_tools: bool,
     #[command(flatten)]
     upstream: UpstreamArgs,
     /// Tenants: bearer tokens, the tools each may list and call (globs), rate limits (TOML;
@@ -1405,6 +1410,7 @@ impl GatewayArgs {
             config.audit = Some(Arc::new(audit));
         }
         config.call_delay = self.inject_delay.unwrap_or_default();
+        config.local_tools = self.local_tools;
         if self.upstreams.is_empty() {
             return Ok(());
         }

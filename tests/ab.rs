@@ -140,3 +140,28 @@ fn the_ceiling_guard_marks_a_saturated_baseline() {
         .unwrap_or_else(|| panic!("{:#?}", report.levels[0].slices));
     assert!(bound.starts_with("direct itself served "), "{bound}");
 }
+
+/// Two targets whose workload tool has the same name but not the same input schema: the A/B
+/// run stops before any load and names the tool and the target that differs (comparing them
+/// would measure two different things).
+#[test]
+fn targets_whose_tool_differs_are_refused_before_load() {
+    let dir = scratch();
+    let script = crate::support::repo().join("tests/fixtures/schema_stdio.py");
+    let s = script.display();
+    let text = format!(
+        "name = \"ab-differs\"\n[[targets]]\nname = \"plain\"\ntransport = \"stdio\"\ncommand = [\"python3\", \"{s}\"]\n[[targets]]\nname = \"variant\"\ntransport = \"stdio\"\ncommand = [\"python3\", \"{s}\"]\nenv = {{ SCHEMA_VARIANT = \"1\" }}\n[ab]\nslice = \"500ms\"\npairs = 5\n[load]\nconcurrency = 1\nduration = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"pattern\"\narguments = {{ q = \"abc\" }}\n[[workload]]\nmethod = \"tools/call\"\ntool = \"const\"\n"
+    );
+    let file = crate::support::scenario(dir.path(), "differs.toml", &text);
+    let (code, out, err) = crate::support::mcpbench(
+        &["run", file.to_str().unwrap(), "--quiet", "--output", "out"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("tool `const` is not the same tool on every target")
+            && err.contains("at `variant` differs from the one at `plain`"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out/slices").exists(), "no load was sent");
+}

@@ -663,7 +663,8 @@ fn a_hundred_upstreams() {
     }
     let out = run_in(&text, dir.path()).expect("the run finishes");
     assert_eq!(out.summary.totals.ok, 600, "{:?}", out.summary.operations);
-    // The preflight walked every page: 100 upstreams × 9 tools, plus the gateway's own.
+    // The preflight walked every page: 100 upstreams × 9 tools (a gateway lists no tools of
+    // its own unless --local-tools).
     let pages = mcpbench::probe::run(&mcpbench::probe::ProbeOptions {
         url: format!("http://{}/mcp", gw.mcp_addr),
         protocol: mcpbench::protocol::version::Revision::V2025_11_25,
@@ -673,7 +674,43 @@ fn a_hundred_upstreams() {
         insecure: false,
     })
     .expect("probe");
-    assert!(pages.contains(&format!("{} tools", 100 * 9 + 9)), "{pages}");
+    assert!(pages.contains(&format!("{} tools", 100 * 9)), "{pages}");
+}
+
+/// A gateway lists its upstreams' tools only; with `local_tools` (`--local-tools`) its own
+/// too. So a workload that forgot `tool_prefix` fails its preflight instead of measuring the
+/// gateway's local `echo`.
+#[test]
+fn a_gateway_lists_its_own_tools_only_when_asked() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let list = |local_tools| {
+        let gw = support::gateway(
+            upstream_specs(&[format!("up=http://{}/mcp", up.mcp_addr)]),
+            Config {
+                local_tools,
+                ..Config::default()
+            },
+        );
+        gw.state().tool_names()
+    };
+    let upstream_only = list(false);
+    assert_eq!(upstream_only.len(), 9, "{upstream_only:?}");
+    assert!(upstream_only.iter().all(|n| n.starts_with("up__")));
+    let both = list(true);
+    assert_eq!(both.len(), 18);
+    assert!(both.contains(&"echo".to_string()) && both.contains(&"up__echo".to_string()));
+    // The workload that forgot tool_prefix: refused before any load.
+    let gw = support::gateway(
+        upstream_specs(&[format!("up=http://{}/mcp", up.mcp_addr)]),
+        Config::default(),
+    );
+    let text = format!(
+        "[target]\nurl = \"{}\"\n[load]\nconcurrency = 1\nrequests = 10\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"x\" }}\n",
+        gw.mcp_url()
+    );
+    let dir = scratch();
+    let e = run_in(&text, dir.path()).expect_err("echo is not the gateway's");
+    assert!(e.to_string().contains("echo"), "{e}");
 }
 
 /// Clients of both eras at once against one gateway (`target.protocol` as a list): users

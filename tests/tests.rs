@@ -4,6 +4,7 @@ mod support;
 
 mod ab;
 mod accounting;
+mod agreement;
 mod architecture;
 mod browser;
 mod ci_recipes;

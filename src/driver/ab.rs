@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::findmax::at_level;
 use super::{RunError, RunOptions, run};
 use crate::report::ab::{AbLevel, AbReport, Slice};
@@ -45,6 +47,7 @@ pub fn ab(
         interrupted: false,
         breached: Vec::new(),
     };
+    same_tools(&plan, &ab.targets, opts)?;
     let n = ab.targets.len();
     // Deterministic calls are held to their first answer through every target.
     let seen = Arc::new(super::divergence::Seen::default());
@@ -162,4 +165,68 @@ fn so_far(report: &AbReport, lv: &AbLevel) -> String {
             ))
         })
         .unwrap_or_default()
+}
+
+/// Before any load: every target resolves each workload tool to a tool of the same input
+/// schema (with its `tool_prefix`), or the comparison would measure different things — a
+/// gateway's own `echo` beside the upstream's, say. Each target passes the preflight (its
+/// tools listed) and the first that differs is named.
+fn same_tools(
+    plan: &Plan,
+    targets: &[(String, crate::scenario::Target)],
+    opts: &RunOptions,
+) -> Result<(), RunError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    // The first target's (tool, input schema) per workload call, to hold the others to.
+    type Schemas = Vec<(String, Option<Value>)>;
+    let mut first: Option<(&str, Schemas)> = None;
+    for (name, target) in targets {
+        let mut p = plan.clone();
+        p.target = target.clone();
+        p.ab = None;
+        let checked = super::check(&p, opts, &rt)?;
+        let prefix = match target {
+            crate::scenario::Target::Remote(r) => r.tool_prefix.clone().unwrap_or_default(),
+            _ => String::new(),
+        };
+        let schemas: Schemas = plan
+            .workload
+            .iter()
+            .filter_map(|w| match &w.method {
+                crate::scenario::plan::Method::ToolsCall { tool } => Some(tool.clone()),
+                _ => None,
+            })
+            .map(|tool| {
+                let listed = format!("{prefix}{tool}");
+                let schema = checked
+                    .preflight
+                    .tools
+                    .iter()
+                    .find(|(n, _)| *n == listed)
+                    .and_then(|(_, d)| d.get("inputSchema").cloned());
+                (tool, schema)
+            })
+            .collect();
+        match &first {
+            None => first = Some((name.as_str(), schemas)),
+            Some((base, base_schemas)) => {
+                for ((tool, a), (_, b)) in base_schemas.iter().zip(&schemas) {
+                    if a != b {
+                        return Err(RunError::Incomparable(format!(
+                            "A/B: the workload's tool `{tool}` is not the same tool on every target: its input schema at `{name}`{} differs from the one at `{base}`; a gateway that namespaces its upstreams' tools needs `tool_prefix` on its target (and lists its own tools only with --local-tools)",
+                            if prefix.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (as `{prefix}{tool}`)")
+                            }
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

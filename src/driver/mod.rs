@@ -161,6 +161,9 @@ pub enum RunError {
     /// rejects. Points at the scenario.
     #[error("{0}")]
     Workload(Box<Diagnostic>),
+    /// The targets of an A/B run are not comparable (a workload tool differs between them).
+    #[error("{0}")]
+    Incomparable(String),
     #[error("TLS set-up for {target}: {reason}")]
     Tls { target: String, reason: String },
     #[error("cannot write results to {path}: {source}")]

@@ -192,18 +192,30 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
             )));
         }
     }
-    // Every interval of every run, on one time line.
+    // Every interval of every run, on one time line, with its phase in its own run.
     let mut intervals: Vec<LoggedInterval> = Vec::new();
+    let mut phases: Vec<Phase> = Vec::new();
     for r in &read {
         let path = r.dir.join("latency.hlog");
         let bytes = std::fs::read(&path).map_err(|e| MergeError::Bad {
             path: path.display().to_string(),
             why: e.to_string(),
         })?;
-        intervals.extend(read_intervals(&bytes).map_err(|why| MergeError::Bad {
+        let of_run = read_intervals(&bytes).map_err(|why| MergeError::Bad {
             path: path.display().to_string(),
             why,
-        })?);
+        })?;
+        let (w, m) = (r.summary.load.warmup_seconds, r.summary.measured_seconds);
+        phases.extend(of_run.iter().map(|i| {
+            if i.offset + i.length <= w + 1e-3 {
+                Phase::Warmup
+            } else if i.offset >= w + m - 1e-3 {
+                Phase::Drain
+            } else {
+                Phase::Measured
+            }
+        }));
+        intervals.extend(of_run);
     }
     let base = intervals
         .iter()
@@ -366,7 +378,7 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
                 .into(),
         );
     }
-    write(output, &merged, &intervals, base, first.load.warmup_seconds)?;
+    write(output, &merged, (&intervals, &phases), base)?;
     Ok(merged)
 }
 
@@ -438,9 +450,8 @@ fn recorded_thresholds(read: &[RunFiles]) -> (Vec<Threshold>, bool) {
 fn write(
     output: &Path,
     s: &Summary,
-    intervals: &[LoggedInterval],
+    (intervals, phases): (&[LoggedInterval], &[Phase]),
     base: f64,
-    warmup: f64,
 ) -> Result<(), MergeError> {
     let err = |p: &Path| {
         let path = p.display().to_string();
@@ -468,30 +479,39 @@ fn write(
         .map_err(err(&hlog_path))?;
     }
     hlog.flush().map_err(err(&hlog_path))?;
-    // The time series, rebuilt per whole second of the common time line from the merged
-    // intervals (ok responses and their latency; the other columns are per run).
+    // The time series, rebuilt from the merged intervals on the common time line: intervals
+    // that start together (shards on one grid) are one row; each keeps the phase it had in its
+    // own run. Ok responses and their latency of the workload (the session opening left out,
+    // as a run's own time series does); the other columns are per run.
     let csv_path = output.join("timeseries.csv");
-    let mut rows: std::collections::BTreeMap<u64, (Histogram<u64>, f64)> = Default::default();
-    for i in &sorted {
-        let slot = (i.start - base).max(0.0).floor() as u64;
-        let e = rows.entry(slot).or_insert_with(|| (new_histogram(), 0.0));
-        let _ = e.0.add(&i.hist);
+    let opening = s.operations.first().map(|o| o.name.as_str());
+    let mut rows: std::collections::BTreeMap<(u64, u8), (Histogram<u64>, f64, Phase)> =
+        Default::default();
+    for (i, phase) in intervals.iter().zip(phases) {
+        let at = ((i.start - base).max(0.0) * 1000.0).round() as u64;
+        let rank = match phase {
+            Phase::Warmup => 0,
+            Phase::Measured => 1,
+            Phase::Drain => 2,
+        };
+        let e = rows
+            .entry((at, rank))
+            .or_insert_with(|| (new_histogram(), 0.0, *phase));
+        if Some(i.tag.as_str()) != opening {
+            let _ = e.0.add(&i.hist);
+        }
         e.1 = e.1.max(i.length);
     }
     let mut csv =
         crate::metrics::collector::CsvWriter::create(&csv_path).map_err(err(&csv_path))?;
-    for (slot, (h, len)) in rows {
-        let t = slot as f64;
+    for (index, ((at, _), (h, len, phase))) in rows.into_iter().enumerate() {
+        let t = at as f64 / 1000.0;
         let len = if len > 0.0 { len } else { 1.0 };
         let snap = crate::metrics::collector::IntervalSnapshot {
-            index: slot,
+            index: index as u64,
             start: Duration::from_secs_f64(t),
             end: Duration::from_secs_f64(t + len),
-            phase: if t < warmup {
-                Phase::Warmup
-            } else {
-                Phase::Measured
-            },
+            phase,
             ended: h.len(),
             ok: h.len(),
             p50_us: h.value_at_quantile(0.5),

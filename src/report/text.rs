@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use super::summary::{Latency, Operation, Outcomes, Summary};
 
-pub(crate) fn ms(v: f64) -> String {
+/// A latency in milliseconds as every text view prints it (3 significant digits, ms or s).
+pub fn ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.2}s", v / 1000.0)
     } else if v >= 100.0 {

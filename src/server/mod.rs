@@ -154,9 +154,13 @@ pub struct Config {
     /// in `tools/list`, prompts, resources, completions, logging. Off by default, so the
     /// benchmark catalog, its `tools/list` pages and the declared capabilities are unchanged.
     pub conformance: bool,
-    /// Gateway mode: upstream servers whose tools are listed (namespaced) and called through.
-    /// With [`identity`](Self::identity): the only tools the server has.
+    /// Gateway mode: upstream servers whose tools are listed (namespaced) and called through —
+    /// the only tools the server lists, unless [`local_tools`](Self::local_tools).
     pub proxy: Option<Arc<dyn proxy::Proxy>>,
+    /// Gateway mode: list the reference server's own tools (echo, sleep…, synthetic, fixtures)
+    /// beside the upstreams'. Off by default, so that a workload that forgot a target's
+    /// `tool_prefix` fails its preflight instead of measuring the gateway's local `echo`.
+    pub local_tools: bool,
     /// Serve another program's tools under its name instead of the reference server's
     /// (`mcpbench mcp`: mcpbench's own tools for agents): the catalog is then `proxy`'s tools
     /// alone (no built-in, synthetic or fixture tools, so no REST backend), and `initialize`,
@@ -200,6 +204,7 @@ impl Default for Config {
             tls: None,
             conformance: false,
             proxy: None,
+            local_tools: false,
             identity: None,
             policy: None,
             audit: None,
@@ -264,9 +269,11 @@ pub struct State {
 impl State {
     pub fn new(config: Config) -> Self {
         let reference = config.identity.is_none();
-        let conformance = config.conformance && reference;
+        // A gateway lists its upstreams' tools only, unless asked for its own too.
+        let local = reference && (config.proxy.is_none() || config.local_tools);
+        let conformance = config.conformance && local;
         let mut catalog = Vec::new();
-        if reference {
+        if local {
             catalog.extend(tools::builtin());
             if conformance {
                 catalog.extend(fixtures::tools());
