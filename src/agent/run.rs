@@ -330,7 +330,8 @@ fn latency(l: Option<&Latency>) -> Value {
         None => Value::Null,
         Some(l) => json!({
             "count": l.count, "min": finite(l.min_ms), "mean": finite(l.mean_ms),
-            "p50": finite(l.p50_ms), "p90": finite(l.p90_ms), "p99": finite(l.p99_ms),
+            "p50": finite(l.p50_ms), "p90": finite(l.p90_ms), "p95": finite(l.p95_ms),
+            "p99": finite(l.p99_ms),
             "p999": finite(l.p999_ms), "max": finite(l.max_ms),
         }),
     }

@@ -87,7 +87,7 @@ at most rate bound × duration requests) and one runs at a time; the call return
 ends, so keep the duration well under your client's request timeout.";
 
 const COMPARE: &str = "Compare two finished runs (their results directories, or summary.json \
-files), as `mcpbench compare` does: per operation, the change of p50/p90/p99/p99.9 latency, \
+files), as `mcpbench compare` does: per operation, the change of p50/p90/p95/p99/p99.9 latency, \
 throughput and error rate, each with a verdict (regressed, improved, unchanged) that accounts \
 for the noise seen across each run's one-second intervals; a change smaller than \
 `min_change_percent` (default 10) is never a verdict. Relative paths are also looked up \
@@ -210,7 +210,7 @@ fn latency() -> Value {
         "description": "Latency of ok responses in milliseconds (null: none).",
         "properties": {
             "count": integer(), "min": number(), "mean": number(), "p50": number(),
-            "p90": number(), "p99": number(), "p999": number(), "max": number()
+            "p90": number(), "p95": number(), "p99": number(), "p999": number(), "max": number()
         },
         "required": ["count", "p50", "p99", "max"]
     })

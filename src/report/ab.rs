@@ -15,14 +15,14 @@ use super::document::{Block, html, markdown};
 use super::summary::Summary;
 
 /// The percentiles compared.
-pub const METRICS: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
+pub const METRICS: [&str; 5] = ["p50", "p90", "p95", "p99", "p99.9"];
 
 /// One operation's figures in one slice.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SliceOp {
     pub name: String,
     /// Latency of ok responses at [`METRICS`], ms; absent without ok responses.
-    pub latency_ms: Option<[f64; 4]>,
+    pub latency_ms: Option<[f64; 5]>,
     /// ok responses per second.
     pub throughput: f64,
     /// Median the target's timing header reported (time upstream), ms.
@@ -60,7 +60,7 @@ impl Slice {
                 latency_ms: o
                     .latency
                     .as_ref()
-                    .map(|l| [l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms]),
+                    .map(|l| [l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.p999_ms]),
                 throughput: o.throughput,
                 upstream_p50_ms: o.upstream.as_ref().map(|u| u.p50_ms),
             })
@@ -437,7 +437,7 @@ mod tests {
             dropped,
             ops: vec![SliceOp {
                 name: "tools/call:echo".into(),
-                latency_ms: Some([p50, p50 * 2.0, p50 * 4.0, p50 * 8.0]),
+                latency_ms: Some([p50, p50 * 2.0, p50 * 3.0, p50 * 4.0, p50 * 8.0]),
                 throughput: thr,
                 upstream_p50_ms: None,
             }],
