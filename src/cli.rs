@@ -72,7 +72,8 @@ pub enum Command {
         target_pid: Vec<u32>,
         /// Run the scenario N times, one after the other, into OUTPUT/run-1 … run-N: a side
         /// of `mcpbench compare` that sees the machine's drift between runs (3 or more). Exit 1
-        /// if a threshold was breached in any; `--format prometheus|junit` prints the last's.
+        /// if a threshold was breached in any; `--format junit` prints a test suite per run,
+        /// `--format prometheus` the last run's.
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
         repeat: u16,
         #[command(flatten)]
@@ -1116,10 +1117,15 @@ fn run(
         })
     } else if repeat > 1 {
         driver::repeat::repeat(plan, &opts, repeat, interrupt.clone()).map(|(runs, dir)| {
-            // Prometheus or JUnit: the last run's (each run's files are in its directory).
-            let last = runs.last().and_then(|r| format.render(&r.summary));
+            // JUnit: a test suite per run; Prometheus: the last run's (each run's files are in
+            // its directory).
+            let summaries: Vec<&crate::report::Summary> = runs.iter().map(|r| &r.summary).collect();
+            let rendered = match format {
+                SummaryFormat::Junit => Some(crate::report::export::junit_runs(&summaries)),
+                f => summaries.last().and_then(|s| f.render(s)),
+            };
             (
-                last.unwrap_or_else(|| driver::repeat::render(&runs, &dir)),
+                rendered.unwrap_or_else(|| driver::repeat::render(&runs, &dir)),
                 runs.iter().any(|r| r.summary.interrupted),
                 runs.iter().any(|r| r.summary.breached().next().is_some()),
                 dir,

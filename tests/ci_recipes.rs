@@ -1051,12 +1051,15 @@ fn junit(path: &Path) -> (usize, Vec<String>) {
     (cases, failed)
 }
 
+/// Copies a directory's files (those named in `only`, if given) and its subdirectories'.
 fn copy_dir(from: &Path, to: &Path, only: Option<&[&str]>) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_str().unwrap().to_string();
-        if p.is_file() && only.is_none_or(|o| o.contains(&name.as_str())) {
+        if p.is_dir() {
+            copy_dir(&p, &to.join(&name), only);
+        } else if only.is_none_or(|o| o.contains(&name.as_str())) {
             std::fs::copy(&p, to.join(&name)).unwrap();
         }
     }
@@ -1123,12 +1126,22 @@ fn run_recipe(file: &str, baseline_files: Option<&[&str]>) {
         .expect("the run's scenario");
     assert_eq!(scenario, SCENARIO, "{file}: the recipe runs {scenario}");
     let short = ["--duration", "3s", "--set", "load.warmup=0s"];
+    // The recipe repeats its run ($REPEAT, 3): two runs here keep the test short, and are
+    // enough for the between-runs comparison.
+    assert_eq!(
+        run.vars.get("REPEAT").map(String::as_str),
+        Some("3"),
+        "{file}"
+    );
+    let fast = [("MCP_URL", fast_url.as_str()), ("REPEAT", "2")];
+    let slow = [("MCP_URL", slow_url.as_str()), ("REPEAT", "2")];
 
     // Main: a run against the fast server, kept as the baseline when its thresholds held.
     let main = workspace(&scenario);
-    let (code, _, err) = execute(run, &[("MCP_URL", &fast_url)], &short, main.path());
+    let (code, _, err) = execute(run, &fast, &short, main.path());
     let dir = main.path().join(output);
-    let summary = valid_summary(&dir);
+    let summary = valid_summary(&dir.join("run-2"));
+    valid_summary(&dir.join("run-1"));
     let thresholds = summary["thresholds"]
         .as_array()
         .expect("thresholds")
@@ -1152,21 +1165,30 @@ fn run_recipe(file: &str, baseline_files: Option<&[&str]>) {
         "the reference server fails nothing: {error_rate}"
     );
     let (cases, failed) = junit(&main.path().join(&junit_file));
-    assert!(cases > thresholds.len(), "{cases} test cases");
+    assert!(
+        cases > 2 * thresholds.len(),
+        "{cases} test cases: a suite per run"
+    );
     assert_eq!(
         failed.is_empty(),
         held,
         "JUnit failures {failed:?} vs thresholds {thresholds:#?}"
     );
     for f in ["report.html", "report.md", "summary.json", "latency.hlog"] {
-        assert!(dir.join(f).is_file(), "{f} missing from {}", dir.display());
+        for r in ["run-1", "run-2"] {
+            assert!(
+                dir.join(r).join(f).is_file(),
+                "{f} missing from {}/{r}",
+                dir.display()
+            );
+        }
     }
 
     // A pull request that made the server slow: thresholds breached, a regression.
     let pr = workspace(&scenario);
-    let (code, _, err) = execute(run, &[("MCP_URL", &slow_url)], &short, pr.path());
+    let (code, _, err) = execute(run, &slow, &short, pr.path());
     assert_eq!(code, 1, "a breached threshold is exit 1: {err}");
-    let slow_summary = valid_summary(&pr.path().join(output));
+    let slow_summary = valid_summary(&pr.path().join(output).join("run-1"));
     let p99 = slow_summary["thresholds"]
         .as_array()
         .unwrap()

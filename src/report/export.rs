@@ -223,6 +223,28 @@ pub fn prometheus_of(s: &Figures) -> String {
 /// JUnit XML: one test suite for the run, a test case per threshold, per accounting check and
 /// per operation that had failures.
 pub fn junit(s: &Summary) -> String {
+    junit_runs(&[s])
+}
+
+/// JUnit XML of runs of one scenario (`run --repeat`): a test suite per run.
+pub fn junit_runs(runs: &[&Summary]) -> String {
+    // Fits both common schemas, Ant's (windyroad JUnit.xsd: a bare <testsuites>; package, id,
+    // hostname, a timestamp without zone, properties and both system streams required) and
+    // Jenkins' junit-4.xsd.
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
+    for (i, s) in runs.iter().enumerate() {
+        let name = match runs.len() {
+            1 => format!("mcpbench {}", s.scenario.name),
+            n => format!("mcpbench {} run {}/{n}", s.scenario.name, i + 1),
+        };
+        testsuite(&mut out, s, i, &name);
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// One run's test suite.
+fn testsuite(out: &mut String, s: &Summary, id: usize, name: &str) {
     // (classname, name, failure message)
     let mut cases: Vec<(String, String, Option<String>)> = Vec::new();
     // A shard's thresholds are judged on the merged result, not here.
@@ -270,16 +292,12 @@ pub fn junit(s: &Summary) -> String {
         ));
     }
     let failures = cases.iter().filter(|c| c.2.is_some()).count();
-    // Fits both common schemas, Ant's (windyroad JUnit.xsd: a bare <testsuites>; package, id,
-    // hostname, a timestamp without zone, properties and both system streams required) and
-    // Jenkins' junit-4.xsd.
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     let _ = writeln!(
         out,
-        "  <testsuite name=\"{name}\" package=\"mcpbench\" id=\"0\" hostname=\"localhost\" timestamp=\"{ts}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">",
+        "  <testsuite name=\"{name}\" package=\"mcpbench\" id=\"{id}\" hostname=\"localhost\" timestamp=\"{ts}\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">",
         n = cases.len(),
         time = s.measured_seconds,
-        name = xml(&format!("mcpbench {}", s.scenario.name)),
+        name = xml(name),
         ts = xml(&junit_timestamp(&s.started_at)),
     );
     out.push_str("    <properties>\n");
@@ -326,8 +344,7 @@ pub fn junit(s: &Summary) -> String {
             s.errors.rate * 100.0
         ))
     );
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+    out.push_str("  </testsuite>\n");
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of an RFC 3339 time (JUnit's timestamps carry no zone; ours are UTC).
