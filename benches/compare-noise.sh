@@ -19,25 +19,29 @@ run() { # dir [extra args…]
   local dir=$1; shift
   "$BIN" run "$SCENARIO" --repeat "$SIDE" --output "$dir" --quiet --duration "$DURATION" "$@" > /dev/null
 }
-regressed() { # base current → the number of regressed metrics
-  "$BIN" compare "$1" "$2" --format json | python3 -c 'import json,sys; print(sum(d["verdict"]=="regressed" for d in json.load(sys.stdin)["deltas"]))'
+regressed() { # base current → the number of regressed metrics (compare exits 1 on any)
+  "$BIN" compare "$1" "$2" --format json > "$WORK/compare.json" || true
+  python3 -c 'import json,sys; print(sum(d["verdict"]=="regressed" for d in json.load(open(sys.argv[1]))["deltas"]))' "$WORK/compare.json"
 }
 
 false_between=0; false_within=0; alarms_between=(); alarms_within=()
 for t in $(seq "$TRIES"); do
   run "$WORK/a$t"; run "$WORK/b$t"
   n=$(regressed "$WORK/a$t" "$WORK/b$t"); alarms_between+=("$n")
-  [ "$n" -gt 0 ] && false_between=$((false_between + 1))
+  if [ "$n" -gt 0 ]; then false_between=$((false_between + 1)); fi
   n=$(regressed "$WORK/a$t/run-1" "$WORK/b$t/run-1"); alarms_within+=("$n")
-  [ "$n" -gt 0 ] && false_within=$((false_within + 1))
+  if [ "$n" -gt 0 ]; then false_within=$((false_within + 1)); fi
   echo "try $t: between runs ${alarms_between[-1]} false regressions, single runs ${alarms_within[-1]}" >&2
 done
 run "$WORK/slow" --set embedded.backend_latency=1500us
 run "$WORK/base" --set embedded.backend_latency=1ms
-found=$("$BIN" compare "$WORK/base" "$WORK/slow" --format json | python3 -c '
+"$BIN" compare "$WORK/base" "$WORK/slow" --format json > "$WORK/compare.json" || true
+found=$(python3 - "$WORK/compare.json" <<'PY'
 import json,sys
-c=json.load(sys.stdin)
-print(", ".join(f"{d[\"operation\"]} {d[\"metric\"]} {d[\"change\"]*100:+.0f} %" for d in c["deltas"] if d["verdict"]=="regressed"))')
+c=json.load(open(sys.argv[1]))
+print(", ".join(f"{d['operation']} {d['metric']} {d['change']*100:+.0f} %" for d in c["deltas"] if d["verdict"]=="regressed"))
+PY
+)
 {
   echo "compare's false alarms on $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores), $(date -u +%F)"
   echo

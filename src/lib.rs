@@ -8,7 +8,8 @@
 //!             scenario overrides; exit codes
 //! scenario/   TOML as written (raw) → validated Plan (plan), built by concern (target, load,
 //!             workload, replay of a trace) with shared checks (check) and locations (locate); argument
-//!             generators (args); command-line overrides (overrides); thresholds. Knows no
+//!             generators (args); command-line overrides (overrides); thresholds; compare
+//!             budgets (budget). Knows no
 //!             server: tools are checked in preflight
 //! protocol/   JSON-RPC envelopes decoded lazily (jsonrpc, scan); client messages (mcp);
 //!             protocol revisions (version); tool input schemas (schema)
@@ -20,8 +21,8 @@
 //! driver/     orchestration: target resolved (resolve), preflight (reachability, revision,
 //!             tools, argument schemas), the one generic runner (runner: steady load, timed
 //!             replays, first_call and cold_start rounds), divergence checks (divergence), arrival schedules
-//!             (schedule), find-max (findmax), request templates (workload), the machine's
-//!             limits checked before load (limits)
+//!             (schedule), find-max (findmax), repeated runs (repeat), request templates
+//!             (workload), the machine's limits checked before load (limits)
 //! metrics/    Outcome classes (outcome); per-worker histogram shards and the counters
 //!             transports fill (recorder); the interval grid (grid); interval merging,
 //!             HdrHistogram interval log, time series (collector); the target's own

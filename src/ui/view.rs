@@ -503,7 +503,7 @@ fn rows<'a>(live: &'a Live, state: &ViewState) -> Vec<(usize, &'a Operation)> {
             SortKey::P99 => p(o, |l| l.p99_ms),
             SortKey::P999 => p(o, |l| l.p999_ms),
             SortKey::Max => p(o, |l| l.max_ms),
-            SortKey::Errors => (o.failed + o.cancelled) as f64,
+            SortKey::Errors => o.outcomes.errors(None) as f64,
         }
     };
     if state.sort == SortKey::Name {
@@ -568,7 +568,8 @@ fn operations_table(
     let body: Vec<Row> = ops
         .iter()
         .map(|(i, o)| {
-            let errors = o.failed + o.cancelled;
+            // Calls that did not do their job, as the error rate counts them.
+            let errors = o.outcomes.errors(None);
             let err = num(count(errors)).style(if errors > 0 {
                 theme.bad()
             } else {
