@@ -1090,7 +1090,9 @@ fn run(
     let on_key = move || {
         stop.request("the dashboard");
     };
-    let mut watcher = match Watcher::start(display, on_key, metrics) {
+    let asked = interrupt.clone();
+    let requested = move || asked.is_requested();
+    let mut watcher = match Watcher::start(display, (on_key, requested), metrics) {
         Ok(w) => w,
         Err(e) => return error(format_args!("cannot start the display: {e}")),
     };

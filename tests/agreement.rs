@@ -153,10 +153,19 @@ fn agree(v: &Views, label: &str) {
     // The measured window's ok responses, interval by interval, add up to the summary's.
     let csv = file(&v.dir, "timeseries.csv");
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let (phase, ok) = (
-        head.iter().position(|h| *h == "phase").unwrap(),
-        head.iter().position(|h| *h == "ok").unwrap(),
-    );
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (phase, ok, errors, ended) = (col("phase"), col("ok"), col("errors"), col("ended"));
+    for row in csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+    {
+        let n = |i: usize| row[i].parse::<u64>().unwrap();
+        assert!(
+            n(errors) <= n(ended),
+            "{label}: an interval with more errors than calls: {row:?}"
+        );
+    }
     let measured_ok: u64 = csv
         .lines()
         .skip(1)
@@ -321,6 +330,30 @@ fn a_closed_loop_run_with_tool_errors() {
     );
     assert!(v.summary.errors.rate >= tool, "and count in the error rate");
     agree(&v, "closed");
+}
+
+/// A server that keeps two sessions, and six users: most session openings fail (503), and the
+/// headline says so — its session-opening part, in every view alike.
+#[test]
+fn a_run_whose_session_openings_mostly_fail() {
+    let srv = crate::support::launch(mcpbench::server::Config {
+        max_sessions: 2,
+        ..mcpbench::server::Config::default()
+    });
+    let dir = scratch();
+    let v = run(
+        &format!(
+            "name = \"agree-openings\"\n[target]\nurl = \"{}\"\n[load]\nconcurrency = 6\nduration = \"2s\"\nwarmup = \"200ms\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"m\" }}\n",
+            srv.mcp_url()
+        ),
+        dir.path(),
+        None,
+    );
+    let e = v.summary.errors;
+    assert!(e.session_opening > 0.0, "{e:?}");
+    assert!(e.rate >= e.session_opening && e.rate <= 1.0, "{e:?}");
+    assert!(v.table.contains("session opening "), "{}", v.table);
+    agree(&v, "openings");
 }
 
 #[test]

@@ -168,3 +168,36 @@ fn a_panic_in_the_dashboard_restores_the_terminal_and_the_run_goes_on() {
         "the panic is reported, readable: {screen}"
     );
 }
+
+/// A finished run waits for a key; when its terminal goes away instead (the window closed:
+/// SIGHUP, and reads that return end-of-file for ever) the process ends — it once spun a
+/// core at 100 % in crossterm's read loop, waiting for a key that could never come.
+#[test]
+fn a_finished_dashboard_whose_terminal_closes_exits() {
+    let dir = scratch();
+    let pid_file = dir.path().join("pid");
+    let line = format!(
+        "cd {repo} && {bin} run scenarios/quickstart.toml --duration 2s --set load.warmup=0s --output {out} & echo $! > {pid}; wait",
+        repo = repo().display(),
+        bin = env!("CARGO_BIN_EXE_mcpbench"),
+        out = dir.path().join("run").display(),
+        pid = pid_file.display(),
+    );
+    let tmux = Tmux::start(dir.path(), &line, 100, 30);
+    wait_for(Duration::from_secs(30), "the finished dashboard", || {
+        tmux.capture().contains("press any key to exit")
+    });
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let alive = || Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive());
+    drop(tmux);
+    wait_for(
+        Duration::from_secs(15),
+        "the process to end with its terminal",
+        || !alive(),
+    );
+    assert!(dir.path().join("run/summary.json").is_file());
+}

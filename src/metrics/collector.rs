@@ -499,10 +499,12 @@ impl Collector {
             let counted = self.counted.get(i).copied().unwrap_or(true);
             if counted {
                 snap.started += op.started;
-                snap.ended += op.counts.total();
                 snap.ok += op.counts.get(Class::Ok);
             }
-            // A session that cannot open is an error to see, whatever row it is in.
+            // A session that cannot open is an error to see, whatever row it is in: it counts
+            // among the calls ended too, so errors / ended is the headline's error rate (session
+            // openings in both) and never more than all of them.
+            snap.ended += op.counts.total();
             snap.errors += op.counts.errors();
             let mut row = OpInterval {
                 ok: op.counts.get(Class::Ok),

@@ -66,9 +66,15 @@ impl Watcher {
     /// Starts the display, and the live `/metrics` endpoint on `metrics` if given. The
     /// dashboard turns `q`, Esc and Ctrl-C into a call of `interrupt` (once per key: the
     /// first stops the run, a second stops it at once).
+    /// `requested` says whether a stop was asked for (a key, or a signal): a dashboard that
+    /// waits for a key after the run ends stops waiting on one (SIGTERM, or SIGHUP when its
+    /// terminal goes away).
     pub fn start(
         display: Display,
-        interrupt: impl Fn() + Send + 'static,
+        (interrupt, requested): (
+            impl Fn() + Send + 'static,
+            impl Fn() -> bool + Send + 'static,
+        ),
         metrics: Option<std::net::TcpListener>,
     ) -> std::io::Result<Watcher> {
         let stopped = Arc::new(AtomicBool::new(false));
@@ -100,6 +106,7 @@ impl Watcher {
                 Display::Dashboard { exit_on_finish } => {
                     let stop = Stop {
                         interrupt: Box::new(interrupt),
+                        requested: Box::new(requested),
                         by_viewer,
                     };
                     if let Err(e) = dashboard(rx, stop, exit_on_finish) {
@@ -211,9 +218,10 @@ const PANIC_FOR_TEST: &str = "MCPBENCH_TEST_DASHBOARD_PANIC";
 
 /// The dashboard's loop: redraw when the view changes, on a key or a resize, at most every
 /// [`FRAME`]; stop the run on `q`, Esc or Ctrl-C; at the end wait for a key.
-/// How the dashboard stops a run.
+/// How the dashboard stops a run, and learns that something else did.
 struct Stop {
     interrupt: Box<dyn Fn() + Send>,
+    requested: Box<dyn Fn() -> bool + Send>,
     by_viewer: Arc<AtomicBool>,
 }
 
@@ -229,6 +237,7 @@ fn dashboard(
     };
     let mut live: Option<Arc<Live>> = None;
     let mut dirty = true;
+    let mut size = crossterm::terminal::size().ok();
     let panic_for_test = std::env::var_os(PANIC_FOR_TEST).is_some();
     loop {
         match rx.has_changed() {
@@ -243,9 +252,10 @@ fn dashboard(
                 if !state.waiting_for_key {
                     live = rx.borrow().clone();
                 }
-                // A viewer who stopped the run has seen enough: no key to wait for.
+                // A viewer who stopped the run has seen enough, and a run stopped by a signal
+                // has nobody to wait for: no key to wait for.
                 let finished = live.as_ref().is_some_and(|l| l.finished);
-                if !finished || exit_on_finish || state.stopping {
+                if !finished || exit_on_finish || state.stopping || (stop.requested)() {
                     return Ok(());
                 }
                 if !state.waiting_for_key {
@@ -262,7 +272,25 @@ fn dashboard(
                 panic!("{PANIC_FOR_TEST} is set: the dashboard panics on purpose");
             }
         }
-        if !event::poll(FRAME)? {
+        // Waiting for a key: a signal (SIGTERM; SIGHUP when the terminal went away) ends it.
+        if state.waiting_for_key && (stop.requested)() {
+            return Ok(());
+        }
+        // The terminal is polled here, not by crossterm: on a terminal that hung up its
+        // event reading loops on end-of-file and never returns. A resize is seen by its size.
+        match terminal::wait_input(FRAME) {
+            terminal::Input::Gone => return Ok(()),
+            terminal::Input::None => {
+                let now = crossterm::terminal::size()?;
+                if size != Some(now) {
+                    size = Some(now);
+                    dirty = true;
+                }
+                continue;
+            }
+            terminal::Input::Ready => {}
+        }
+        if !event::poll(Duration::ZERO)? {
             continue;
         }
         match event::read()? {

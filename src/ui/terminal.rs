@@ -72,3 +72,50 @@ pub fn restore() {
         let _ = execute!(stdout(), LeaveAlternateScreen, Show);
     }
 }
+
+/// What the terminal has for the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// Nothing within the wait.
+    None,
+    /// Bytes to read (a key).
+    Ready,
+    /// The terminal went away (its window closed, the pty hung up): reading it would return
+    /// end-of-file forever, and crossterm's event reading then never returns.
+    Gone,
+}
+
+/// Waits at most `timeout` for input on the terminal, without reading it.
+#[cfg(target_os = "linux")]
+pub fn wait_input(timeout: std::time::Duration) -> Input {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let t = Timespec {
+        tv_sec: timeout.as_secs() as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    match poll(&mut fds, Some(&t)) {
+        Ok(0) => Input::None,
+        Ok(_)
+            if fds[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) =>
+        {
+            Input::Gone
+        }
+        Ok(_) => Input::Ready,
+        Err(rustix::io::Errno::INTR) => Input::None,
+        Err(_) => Input::Gone,
+    }
+}
+
+/// Elsewhere: crossterm's own wait (a closed terminal shows as its error).
+#[cfg(not(target_os = "linux"))]
+pub fn wait_input(timeout: std::time::Duration) -> Input {
+    match crossterm::event::poll(timeout) {
+        Ok(true) => Input::Ready,
+        Ok(false) => Input::None,
+        Err(_) => Input::Gone,
+    }
+}
