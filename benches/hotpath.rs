@@ -11,7 +11,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use mcpbench::metrics::outcome::Outcome;
 use mcpbench::metrics::recorder::{Phase, Recorder};
 use mcpbench::protocol::jsonrpc::{Codec, decode};
-use mcpbench::transport::sse::SseDecoder;
+use mcpbench::transport::sse_decoder::SseDecoder;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
@@ -64,7 +64,7 @@ fn request_body(c: &mut Criterion) {
     let plan =
         mcpbench::scenario::parse("bench.toml", messages::GENERATED_CALL, &|_| None).unwrap();
     let item = &plan.workload[0];
-    let template = mcpbench::driver::workload::RequestTemplate::new(
+    let template = mcpbench::driver::templates::RequestTemplate::new(
         item,
         mcpbench::protocol::version::Revision::V2025_11_25,
     );
@@ -199,7 +199,7 @@ fn websocket_framing(c: &mut Criterion) {
     let request = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"message":"hello from mcpbench"}},"id":12345}"#.to_vec();
     let mut g = c.benchmark_group("websocket_framing");
     g.throughput(Throughput::Bytes(request.len() as u64));
-    let mut framer = mcpbench::transport::ws::TextFramer::new();
+    let mut framer = mcpbench::transport::ws_frames::TextFramer::new();
     let mut out = Vec::with_capacity(4096);
     g.bench_function("send/mcpbench", |b| {
         b.iter(|| {
@@ -225,7 +225,7 @@ fn websocket_framing(c: &mut Criterion) {
     ] {
         let frames: Vec<u8> = (0..64).flat_map(|_| server_frame(&msg)).collect();
         g.throughput(Throughput::Bytes(msg.len() as u64));
-        let mut reader = mcpbench::transport::ws::WsReader::new(Cycle {
+        let mut reader = mcpbench::transport::ws_frames::WsReader::new(Cycle {
             data: frames.clone(),
             pos: 0,
         });
@@ -235,9 +235,9 @@ fn websocket_framing(c: &mut Criterion) {
             b.iter(|| {
                 let next = std::pin::pin!(reader.next());
                 match next.poll(&mut cx) {
-                    std::task::Poll::Ready(Ok(mcpbench::transport::ws::WsEvent::Text(t))) => {
-                        black_box(t.len())
-                    }
+                    std::task::Poll::Ready(Ok(mcpbench::transport::ws_frames::WsEvent::Text(
+                        t,
+                    ))) => black_box(t.len()),
                     _ => unreachable!(),
                 }
             })

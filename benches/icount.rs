@@ -28,14 +28,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpbench::driver::schedule::Arrivals;
-use mcpbench::driver::workload::RequestTemplate;
+use mcpbench::driver::templates::RequestTemplate;
 use mcpbench::metrics::outcome::Outcome;
 use mcpbench::metrics::recorder::{Phase, Recorder};
 use mcpbench::protocol::jsonrpc::{Codec, decode};
 use mcpbench::protocol::version::Revision;
 use mcpbench::scenario::plan::{Arrival, Profile};
 use mcpbench::transport::net::NetTarget;
-use mcpbench::transport::sse::SseDecoder;
+use mcpbench::transport::sse_decoder::SseDecoder;
 use mcpbench::transport::streamable_http::HttpSession;
 use mcpbench::transport::{CallSpec, Endpoint, Session, TransportKind};
 use rand::SeedableRng;

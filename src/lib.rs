@@ -90,12 +90,10 @@ pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
-pub mod init;
 pub mod metrics;
 pub mod otlp;
 pub mod probe;
 pub mod protocol;
-pub mod record;
 pub mod report;
 pub mod scenario;
 pub mod server;

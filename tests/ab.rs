@@ -36,7 +36,7 @@ fn added_latency_matches_an_injected_delay() {
         ..RunOptions::default()
     };
     let (report, out) =
-        driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
+        driver::ab_slices::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
     // The dashboard's header names the slice and the comparison so far.
     let last = watched
         .borrow()
@@ -86,7 +86,7 @@ fn added_latency_matches_an_injected_delay() {
     for name in ["direct", "gateway"] {
         // Merged over its own slices' time only: the throughput is the slices', not diluted
         // by the other target's turns.
-        let merged = mcpbench::report::run::RunFiles::read(&out.join(name))
+        let merged = mcpbench::report::read_back::RunFiles::read(&out.join(name))
             .unwrap()
             .summary;
         let own: Vec<f64> = lv
@@ -133,7 +133,8 @@ fn the_ceiling_guard_marks_a_saturated_baseline() {
         output: Some(dir.path().join("ab")),
         ..RunOptions::default()
     };
-    let (report, _) = driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
+    let (report, _) =
+        driver::ab_slices::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
     let bound = report.levels[0]
         .upstream_bound
         .as_deref()

@@ -404,7 +404,7 @@ fn an_ab_slice_and_the_merged_targets() {
         interval: Duration::from_millis(250),
         ..RunOptions::default()
     };
-    let (_, out) = driver::ab::ab(plan, &opts, Interrupt::default()).expect("the A/B run");
+    let (_, out) = driver::ab_slices::ab(plan, &opts, Interrupt::default()).expect("the A/B run");
     let live = rx.borrow().as_ref().map(|l| (**l).clone());
     let mut slices: Vec<std::path::PathBuf> = std::fs::read_dir(out.join("slices"))
         .unwrap()

@@ -288,7 +288,7 @@ proptest! {
 fn sse_empty_chunk_after_a_cr_does_not_end_the_event() {
     let stream = b"data: x\r\ndata: y\n\n";
     fuzzing::sse_with(stream, 1 << 20, &[8, 8]);
-    let mut d = mcpbench::transport::sse::SseDecoder::default();
+    let mut d = mcpbench::transport::sse_decoder::SseDecoder::default();
     let mut got = Vec::new();
     for piece in [&b"data: x\r"[..], b"", b"\ndata: y\n\n"] {
         let flow = d.feed(piece, |e| {
@@ -310,7 +310,7 @@ fn sse_line_over_the_bound_is_refused_however_it_arrives() {
         b"id: 0123456789\n",
     ] {
         fuzzing::sse_with(stream, 8, &[3]);
-        let mut d = mcpbench::transport::sse::SseDecoder::new(8);
+        let mut d = mcpbench::transport::sse_decoder::SseDecoder::new(8);
         assert!(
             d.feed(stream, |_| std::ops::ControlFlow::Continue(()))
                 .is_err()
@@ -323,7 +323,7 @@ fn sse_line_over_the_bound_is_refused_however_it_arrives() {
 fn sse_retry_too_large_saturates() {
     let stream = b"retry: 3000\nretry: 99999999999999999999999\n";
     fuzzing::sse_with(stream, 1 << 20, &[]);
-    let mut d = mcpbench::transport::sse::SseDecoder::default();
+    let mut d = mcpbench::transport::sse_decoder::SseDecoder::default();
     let flow = d.feed(stream, |_| std::ops::ControlFlow::Continue(()));
     assert!(flow.unwrap().is_continue());
     assert_eq!(d.retry_ms(), Some(u64::MAX));

@@ -356,7 +356,8 @@ fn ab_finds_the_delay_injected_in_the_reference_gateway() {
         ..Default::default()
     };
     let (report, _) =
-        mcpbench::driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
+        mcpbench::driver::ab_slices::ab(plan, &opts, mcpbench::driver::Interrupt::default())
+            .unwrap();
     let added = |target: &str| {
         report.levels[0]
             .comparisons

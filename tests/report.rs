@@ -67,7 +67,7 @@ fn every_run_writes_reports_that_report_renders_again() {
 fn the_interval_log_adds_up_to_the_summary() {
     let dir = scratch();
     let out = run(dir.path(), &[]);
-    let files = mcpbench::report::run::RunFiles::read(&out).unwrap();
+    let files = mcpbench::report::read_back::RunFiles::read(&out).unwrap();
     for op in files
         .summary
         .operations
@@ -248,7 +248,7 @@ fn merged_runs_are_judged_by_their_thresholds() {
     let whole = dir.path().join("whole").display().to_string();
     let (code, out, err) = mcpbench(&["merge", &dirs[0], &dirs[1], "--output", &whole], &repo());
     assert_eq!(code, 0, "the merge holds: {out}{err}");
-    let s = mcpbench::report::run::RunFiles::read(std::path::Path::new(&whole))
+    let s = mcpbench::report::read_back::RunFiles::read(std::path::Path::new(&whole))
         .unwrap()
         .summary;
     let names: Vec<(&str, bool)> = s
@@ -283,7 +283,7 @@ fn merged_runs_are_judged_by_their_thresholds() {
 /// exactly the percentiles of the two runs' histograms added (read back from their logs).
 #[test]
 fn merging_two_runs_equals_their_sum_exactly() {
-    use mcpbench::report::run::read_intervals;
+    use mcpbench::report::read_back::read_intervals;
     use mcpbench::report::summary::Latency;
     let dir = scratch();
     let halves: Vec<std::path::PathBuf> = ["a", "b"]
@@ -303,14 +303,14 @@ fn merging_two_runs_equals_their_sum_exactly() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = mcpbench(&args, &repo());
     assert_eq!(code, 0, "{out}{err}");
-    let read = |p: &std::path::Path| mcpbench::report::run::RunFiles::read(p).unwrap();
+    let read = |p: &std::path::Path| mcpbench::report::read_back::RunFiles::read(p).unwrap();
     let (a, b, m) = (read(&halves[0]), read(&halves[1]), read(&whole));
     let logs: Vec<_> = halves
         .iter()
         .map(|h| read_intervals(&std::fs::read(h.join("latency.hlog")).unwrap()).unwrap())
         .collect();
     for op in &m.summary.operations {
-        let find = |r: &mcpbench::report::run::RunFiles| {
+        let find = |r: &mcpbench::report::read_back::RunFiles| {
             r.summary
                 .operations
                 .iter()
@@ -341,8 +341,9 @@ fn merging_two_runs_equals_their_sum_exactly() {
         a.summary.totals.started + b.summary.totals.started
     );
     let merged_log = read_intervals(&std::fs::read(whole.join("latency.hlog")).unwrap()).unwrap();
-    let count =
-        |v: &[mcpbench::report::run::LoggedInterval]| v.iter().map(|i| i.hist.len()).sum::<u64>();
+    let count = |v: &[mcpbench::report::read_back::LoggedInterval]| {
+        v.iter().map(|i| i.hist.len()).sum::<u64>()
+    };
     assert_eq!(
         count(&merged_log),
         count(&logs[0]) + count(&logs[1]),

@@ -309,7 +309,8 @@ fn ab_runs_hold_deterministic_calls_across_targets() {
         ..Default::default()
     };
     let (report, out) =
-        mcpbench::driver::ab::ab(plan, &opts, mcpbench::driver::Interrupt::default()).unwrap();
+        mcpbench::driver::ab_slices::ab(plan, &opts, mcpbench::driver::Interrupt::default())
+            .unwrap();
     assert_eq!(report.levels[0].slices.len(), 10);
     let mut diverged = 0;
     let mut notes = Vec::new();

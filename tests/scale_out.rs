@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 use mcpbench::report::Summary;
-use mcpbench::report::run::read_intervals;
+use mcpbench::report::read_back::read_intervals;
 
 use crate::support::{launch, mcpbench, scenario, scratch, valid_summary};
 

@@ -21,8 +21,8 @@
 //! ```
 
 pub mod guard;
-mod run;
-mod tools;
+mod run_tool;
+mod tool_defs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,11 +39,11 @@ use crate::probe::{self, ProbeOptions};
 use crate::protocol::schema::{self, Validator};
 use crate::protocol::version::Revision;
 use crate::report::compare::{self, Verdict};
-use crate::report::run::RunFiles;
+use crate::report::read_back::RunFiles;
 use crate::scenario::plan::Scheme;
 use crate::server::proxy::{ProxiedTool, Proxy, ProxyFuture};
 use crate::server::{self, Identity};
-use tools::Tool;
+use tool_defs::Tool;
 
 /// `serverInfo.name` of `mcpbench mcp`.
 pub const SERVER_NAME: &str = "mcpbench";
@@ -340,8 +340,8 @@ impl Agent {
         interrupt: Interrupt,
         secrets: &mut Vec<String>,
     ) -> Result<Done, String> {
-        let mut plan = run::plan(args, &self.env, &self.bounds)?;
-        secrets.extend(run::secrets(&plan));
+        let mut plan = run_tool::plan(args, &self.env, &self.bounds)?;
+        secrets.extend(run_tool::secrets(&plan));
         let notes = guard::check_plan(
             &mut plan,
             &self.allow,
@@ -359,7 +359,7 @@ impl Agent {
                 );
             }
         };
-        run::execute(plan, &self.root, notes, interrupt)
+        run_tool::execute(plan, &self.root, notes, interrupt)
     }
 
     /// A run's path as given, or under the results root when it is relative and not found.

@@ -2,7 +2,7 @@
 //! collection, results. The driver orchestrates; what the results say is decided in
 //! `report::build`.
 
-pub mod ab;
+pub mod ab_slices;
 pub mod divergence;
 pub mod expect;
 pub mod findmax;
@@ -14,7 +14,7 @@ pub mod resolve;
 pub mod runner;
 pub mod schedule;
 pub mod start;
-pub mod workload;
+pub mod templates;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,11 +26,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot, ShardMsg};
 use crate::metrics::grid::{Grid, Phase};
-use crate::metrics::target::Sampler;
+use crate::metrics::target_procs::Sampler;
 use crate::protocol::jsonrpc::Codec;
 use crate::report::build::{RunFacts, load_info, summarize};
 use crate::report::live::{Live, LiveSink, RunHeader};
-use crate::report::run::RunFiles;
+use crate::report::read_back::RunFiles;
 use crate::report::summary::TargetInfo;
 use crate::report::{Summary, document, files, text};
 use crate::scenario::plan::Model;
@@ -551,7 +551,7 @@ pub fn run(
     }
     // What only the time line shows (plateaus, error onsets), read back from the file just
     // written: the run kept no per-interval history.
-    let (series, phases) = crate::report::run::read_series(&dir.join("timeseries.csv"));
+    let (series, phases) = crate::report::read_back::read_series(&dir.join("timeseries.csv"));
     notes.extend(crate::report::diagnose::over_time(&plan, &series, &phases));
     let facts = RunFacts {
         scenario_file: opts.scenario_file.clone(),
@@ -723,13 +723,13 @@ fn context(
                     rev,
                     items
                         .iter()
-                        .map(|w| workload::RequestTemplate::new(w, rev))
+                        .map(|w| templates::RequestTemplate::new(w, rev))
                         .collect(),
-                    items.iter().map(|w| workload::call_spec(w, rev)).collect(),
+                    items.iter().map(|w| templates::call_spec(w, rev)).collect(),
                 )
             })
             .collect(),
-        mix: workload::Mix::new(items),
+        mix: templates::Mix::new(items),
         plan: plan.clone(),
         endpoint,
         start,

@@ -12,14 +12,14 @@ use crate::metrics::outcome::Outcome;
 use crate::protocol::version::Revision;
 use crate::protocol::{mcp, schema};
 use crate::scenario::{Diagnostic, Method, Plan, ProtocolChoice, WorkItem, closest};
+use crate::transport::legacy_sse_client::SseConnector;
 use crate::transport::mux::MuxSession;
-use crate::transport::sse_legacy::SseConnector;
-use crate::transport::stdio::StdioConnector;
+use crate::transport::stdio_client::StdioConnector;
 use crate::transport::streamable_http::HttpSession;
-use crate::transport::websocket::WsConnector;
+use crate::transport::ws_client::WsConnector;
 use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 
-use super::workload::{RequestTemplate, call_spec};
+use super::templates::{RequestTemplate, call_spec};
 
 /// What the preflight learned.
 #[derive(Debug, Clone)]

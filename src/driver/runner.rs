@@ -29,18 +29,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::preflight;
 use super::schedule::{Arrivals, DispatchClock};
-use super::workload::{Mix, RequestTemplate};
+use super::templates::{Mix, RequestTemplate};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
 use crate::metrics::grid::Grid;
 use crate::metrics::outcome::Outcome;
 use crate::metrics::recorder::{Phase, Recorder};
 use crate::scenario::plan::{Model, OP_COLD_START, OP_CONNECT, OP_INITIALIZE, Pattern};
 use crate::scenario::{Plan, Sessions};
+use crate::transport::legacy_sse_client::SseConnector;
 use crate::transport::mux::{Connector, MuxSession, Shared};
-use crate::transport::sse_legacy::SseConnector;
-use crate::transport::stdio::StdioConnector;
+use crate::transport::stdio_client::StdioConnector;
 use crate::transport::streamable_http::{HttpSession, HttpShared};
-use crate::transport::websocket::WsConnector;
+use crate::transport::ws_client::WsConnector;
 use crate::transport::{CallSpec, Endpoint, Reply, Session, TransportKind};
 
 /// Read-only context shared by every worker.

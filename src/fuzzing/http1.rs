@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::transport::http1::{Captured, ChunkStatus, Chunked, Http1Conn, HttpError};
+use crate::transport::http1_client::{Captured, ChunkStatus, Chunked, Http1Conn, HttpError};
 
 /// Bound on a response head (`http1::MAX_HEAD`).
 const MAX_HEAD: usize = 64 * 1024;

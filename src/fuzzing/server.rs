@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocket, WebSocketConfig}
 
 use crate::protocol::jsonrpc::code;
 use crate::server::{Config, serve, serve_stdio};
-use crate::transport::ws::{WsError, WsEvent, WsReader};
+use crate::transport::ws_frames::{WsError, WsEvent, WsReader};
 
 /// Every thread the server runs on is named so (its panics are counted).
 const THREAD: &str = "mcpbench-fuzz-server";

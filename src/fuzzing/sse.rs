@@ -3,7 +3,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::transport::sse::{SseDecoder, SseError};
+use crate::transport::sse_decoder::{SseDecoder, SseError};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::{FrameHeader, FrameSocket};
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocket, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::transport::ws::{WsError, WsEvent, WsReader, handshake};
+use crate::transport::ws_frames::{WsError, WsEvent, WsReader, handshake};
 
 /// The reader's read chunk and head bound (`ws::READ_CHUNK`, `ws::MAX_HEAD`).
 const READ_CHUNK: usize = 16 * 1024;

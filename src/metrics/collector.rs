@@ -19,7 +19,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use super::grid::{Grid, Phase};
 use super::outcome::Class;
 use super::recorder::{Failure, Recorder};
-use super::target::{Sampler, TargetProcess, TargetSample};
+use super::target_procs::{Sampler, TargetProcess, TargetSample};
 
 /// A message from a worker.
 #[derive(Debug)]

@@ -7,4 +7,4 @@ pub mod collector;
 pub mod grid;
 pub mod outcome;
 pub mod recorder;
-pub mod target;
+pub mod target_procs;

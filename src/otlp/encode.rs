@@ -358,7 +358,7 @@ mod tests {
     use crate::metrics::grid::Phase;
     use crate::metrics::outcome::Outcome;
     use crate::metrics::recorder::{self, Recorder};
-    use crate::metrics::target::TargetSample;
+    use crate::metrics::target_procs::TargetSample;
     use crate::report::live::{Buckets, RunHeader};
     use crate::report::summary::{LoadInfo, ProfileInfo, TargetInfo};
 

@@ -437,3 +437,4 @@ mod tests {
         );
     }
 }
+pub mod init;

@@ -30,7 +30,7 @@ use crate::protocol::version::Revision;
 use crate::server::credentials::fingerprint;
 use crate::transport::exchange::{Answer, exchange};
 use crate::transport::net::NetTarget;
-use crate::transport::sse::SseDecoder;
+use crate::transport::sse_decoder::SseDecoder;
 use crate::transport::{Endpoint, header_name_ok, header_value_ok};
 
 /// One tenant's credentials, as the file gives them.

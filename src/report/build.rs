@@ -35,7 +35,7 @@ pub struct RunFacts {
     /// A start agreed with other generators, and how late this run was.
     pub start: Option<summary::StartInfo>,
     /// The target's processes as the run watched them.
-    pub target_processes: Vec<crate::metrics::target::TargetProcess>,
+    pub target_processes: Vec<crate::metrics::target_procs::TargetProcess>,
 }
 
 /// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session

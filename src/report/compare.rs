@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::run::{IntervalPoint, RunFiles};
+use super::read_back::{IntervalPoint, RunFiles};
 use super::summary::{Errors, Latency, Operation};
 pub use crate::scenario::budget::Budget;
 use crate::scenario::budget::METRICS;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::run::RunFiles;
+use super::read_back::RunFiles;
 use super::svg::{Chart, Series, line_chart};
 use super::text::{describe_load, ms, outcomes_line};
 

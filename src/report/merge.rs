@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
-use super::run::{LoggedInterval, read_intervals};
+use super::read_back::{LoggedInterval, read_intervals};
 use super::summary::{self, Latency, Operation, Outcomes, Summary, WarmupOperation};
-use super::{document, files, run::RunFiles};
+use super::{document, files, read_back::RunFiles};
 use crate::metrics::collector::HlogWriter;
 use crate::metrics::grid::Phase;
 use crate::metrics::recorder::new_histogram;
@@ -24,7 +24,7 @@ pub enum MergeError {
     #[error("merge needs at least two runs (or one directory holding them)")]
     TooFew,
     #[error(transparent)]
-    Read(#[from] super::run::ReadError),
+    Read(#[from] super::read_back::ReadError),
     #[error("{0}")]
     Mismatch(String),
     #[error("{path}: {why}")]

@@ -11,7 +11,7 @@ pub mod export;
 pub mod files;
 pub mod live;
 pub mod merge;
-pub mod run;
+pub mod read_back;
 pub mod summary;
 pub mod svg;
 pub mod sweep;

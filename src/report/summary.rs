@@ -46,7 +46,7 @@ pub struct Summary {
     /// The target's own processes (`target.pid`, `--target-pid`, spawned stdio servers):
     /// CPU time, memory and descriptors while the run watched them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub target_processes: Vec<crate::metrics::target::TargetProcess>,
+    pub target_processes: Vec<crate::metrics::target_procs::TargetProcess>,
     /// Things the reader should know: anomalies detected in what was measured, and warnings.
     pub notes: Vec<String>,
     /// The scenario's `[compare]` budgets: what `mcpbench compare` judges this run (as the

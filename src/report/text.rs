@@ -342,7 +342,7 @@ pub fn render(s: &Summary) -> String {
 }
 
 /// One of the target's processes as the run watched it.
-pub fn target_line(p: &crate::metrics::target::TargetProcess) -> String {
+pub fn target_line(p: &crate::metrics::target_procs::TargetProcess) -> String {
     let mb = |b: u64| b as f64 / 1_048_576.0;
     let mut line = format!("target {}: CPU {:.2} s", p.name, p.cpu_seconds);
     if let Some(c) = p.cpu_us_per_request {

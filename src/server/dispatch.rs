@@ -37,8 +37,8 @@ use super::cancel::Ticket;
 use super::context::{Io, Peer};
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
-use super::recorder::{Seen, call_params, list_params};
 use super::tools::{Progress, Tool, ToolKind};
+use super::trace_recorder::{Seen, call_params, list_params};
 use super::wire::{
     Kind, Message, Params, Refusal, Rejection, error_body, parse, rejection_body, sub, valid_id,
     write_error, write_result,

@@ -29,7 +29,7 @@ use super::response::{
 };
 use super::session::{Lookup, ResumeError, Session, audit_foreign, seat};
 use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
-use super::{ResponseMode, State, legacy_sse, stateless, ws};
+use super::{ResponseMode, State, legacy_sse, stateless, websocket};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::version::Revision;
 
@@ -174,7 +174,7 @@ pub(crate) async fn handle(
         },
         Route::Sse => legacy_sse::open(state, &req, tenant),
         Route::Messages => legacy_sse::post(state, req, tenant).await,
-        Route::Ws => ws::upgrade(state, req, tenant),
+        Route::Ws => websocket::upgrade(state, req, tenant),
         Route::Seen => match (req.method(), &state.seen) {
             (&Method::GET, Some(seen)) => json(StatusCode::OK, seen.to_json()),
             _ => method_not_allowed("GET"),

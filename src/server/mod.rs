@@ -59,15 +59,15 @@ mod legacy_sse;
 mod peer;
 pub mod policy;
 pub mod proxy;
-pub mod recorder;
 mod response;
 mod session;
 mod stateless;
 mod stdio;
 pub mod tls;
 mod tools;
+pub mod trace_recorder;
+mod websocket;
 mod wire;
-mod ws;
 
 #[cfg(test)]
 mod conformance_tests;
@@ -172,7 +172,7 @@ pub struct Config {
     pub audit: Option<Arc<audit::Audit>>,
     /// `mcpbench record`: the trace every `tools/list` and `tools/call` is written to. `None`
     /// costs one check per request.
-    pub record: Option<Arc<recorder::Recorder>>,
+    pub record: Option<Arc<trace_recorder::Recorder>>,
     /// An extra delay before every tool call (to check what a comparison reports).
     pub call_delay: Duration,
 }

@@ -15,15 +15,15 @@
 //! The runner is generic over [`Session`] and monomorphised per transport by one `match`.
 
 pub mod exchange;
-pub mod http1;
+pub mod http1_client;
+pub mod legacy_sse_client;
 pub mod mux;
 pub mod net;
-pub mod sse;
-pub mod sse_legacy;
-pub mod stdio;
+pub mod sse_decoder;
+pub mod stdio_client;
 pub mod streamable_http;
-pub mod websocket;
-pub mod ws;
+pub mod ws_client;
+pub mod ws_frames;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -99,7 +99,7 @@ pub struct Endpoint {
     /// gateway's logs tell the shards apart.
     pub id_base: u64,
     /// Stdio targets: the pids of the servers spawned, for the collector's resource sampling.
-    pub children: crate::metrics::target::Children,
+    pub children: crate::metrics::target_procs::Children,
 }
 
 /// A response header that reports time spent upstream (or in the server), in milliseconds:

@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
-use super::http1::{Captured, ContentKind, Http1Conn, HttpError, IDLE_PROBE, content_kind};
+use super::http1_client::{Captured, ContentKind, Http1Conn, HttpError, IDLE_PROBE, content_kind};
 use super::mux::OpenLatch;
 use super::net::{self, Stream};
-use super::sse::SseDecoder;
+use super::sse_decoder::SseDecoder;
 use super::{CallSpec, Endpoint, Reply, Session, classify, discover_supports, negotiated_revision};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::TransportCounts;

@@ -8,7 +8,7 @@
 //! path, panics included; `format` writes numbers the way people compare them.
 
 pub mod format;
-pub mod metrics;
+pub mod metrics_endpoint;
 mod terminal;
 pub mod view;
 
@@ -90,7 +90,7 @@ impl Watcher {
             let rx = tx.subscribe();
             std::thread::Builder::new()
                 .name("mcpbench-metrics".into())
-                .spawn(move || metrics::serve(listener, rx))?;
+                .spawn(move || metrics_endpoint::serve(listener, rx))?;
         }
         if display == Display::Quiet {
             return Ok(Watcher {

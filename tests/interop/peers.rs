@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcpbench::driver::RunError;
-use mcpbench::transport::ws::{self, WsEvent};
+use mcpbench::transport::ws_frames::{self, WsEvent};
 use serde_json::{Value, json};
 
 use super::harness::{
@@ -284,15 +284,15 @@ fn supergateway(label: &str, output: &str, extra: &[&str]) -> Peer {
 
 /// A raw WebSocket MCP client (subprotocol `mcp`), for checking a peer's behaviour on the wire.
 struct RawWs {
-    reader: ws::WsReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: ws::WsWriter<tokio::net::tcp::OwnedWriteHalf>,
+    reader: ws_frames::WsReader<tokio::net::tcp::OwnedReadHalf>,
+    writer: ws_frames::WsWriter<tokio::net::tcp::OwnedWriteHalf>,
 }
 
 impl RawWs {
     async fn connect(addr: SocketAddr, path: &str) -> RawWs {
         let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
         let (r, w) = tcp.into_split();
-        let (reader, writer) = ws::handshake(r, w, &addr.to_string(), path, b"", "mcp")
+        let (reader, writer) = ws_frames::handshake(r, w, &addr.to_string(), path, b"", "mcp")
             .await
             .expect("websocket handshake");
         RawWs { reader, writer }

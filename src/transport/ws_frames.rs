@@ -7,7 +7,7 @@
 //!
 //! Why not tungstenite's `Message` API here: it allocates a buffer per message, and splitting
 //! tokio-tungstenite's stream into read and write halves puts a lock between them. Like
-//! [`super::http1`], this module frames messages itself over reused buffers: a text frame from
+//! [`super::http1_client`], this module frames messages itself over reused buffers: a text frame from
 //! the server is handed out in place (mutable, so a JSON parser can work in situ), fragmented
 //! messages are reassembled in a second reused buffer, and outgoing frames are masked into a
 //! reused write buffer. Buffers grow to the largest message seen; after warm-up nothing is
@@ -577,9 +577,10 @@ impl<R: AsyncRead + Unpin> WsReader<R> {
     async fn read_upgrade(&mut self, accept: &[u8], subprotocol: &[u8]) -> Result<(), WsError> {
         loop {
             if self.len > self.pos {
-                let parsed = super::http1::parse_head(&self.buf[self.pos..self.len], |resp| {
-                    check_upgrade(resp, accept, subprotocol)
-                });
+                let parsed =
+                    super::http1_client::parse_head(&self.buf[self.pos..self.len], |resp| {
+                        check_upgrade(resp, accept, subprotocol)
+                    });
                 match parsed {
                     // A head over the bound is refused even when it arrived whole, so the
                     // verdict does not depend on how the bytes were cut.

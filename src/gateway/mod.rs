@@ -31,12 +31,12 @@ use crate::protocol::version::Revision;
 use crate::scenario::ProtocolChoice;
 use crate::scenario::parse_url;
 use crate::server::proxy::{ProxiedTool, Proxy, ProxyError, ProxyFuture};
+use crate::transport::legacy_sse_client::SseConnector;
 use crate::transport::mux::{MuxSession, Shared};
 use crate::transport::net::Trust;
-use crate::transport::sse_legacy::SseConnector;
-use crate::transport::stdio::StdioConnector;
+use crate::transport::stdio_client::StdioConnector;
 use crate::transport::streamable_http::HttpSession;
-use crate::transport::websocket::WsConnector;
+use crate::transport::ws_client::WsConnector;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
 
 /// Separates an upstream's name from its tools' names.

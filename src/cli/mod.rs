@@ -16,7 +16,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::driver::{self, RunOptions};
-use crate::init::InitOptions;
+use crate::probe::init::InitOptions;
 use crate::probe::{self, ProbeError, ProbeOptions};
 use crate::protocol::ResponseMode;
 use crate::protocol::jsonrpc::Codec;
@@ -574,8 +574,8 @@ pub enum SchemaKind {
 impl SchemaKind {
     pub fn text(self) -> &'static str {
         match self {
-            SchemaKind::Scenario => include_str!("../scenarios/schema.json"),
-            SchemaKind::Summary => include_str!("../results/schema.json"),
+            SchemaKind::Scenario => include_str!("../../scenarios/schema.json"),
+            SchemaKind::Summary => include_str!("../../results/schema.json"),
         }
     }
 }
@@ -712,7 +712,7 @@ pub fn execute(cli: Cli) -> ExitCode {
                 Err(e) => error(e),
             }
         }
-        Command::Report { run, format } => match crate::report::run::RunFiles::read(&run) {
+        Command::Report { run, format } => match crate::report::read_back::RunFiles::read(&run) {
             Ok(files) if format.is_some_and(|f| f != SummaryFormat::Text) => {
                 print!(
                     "{}",
@@ -868,7 +868,7 @@ fn compare(
     budget: Option<&str>,
     format: CompareFormat,
 ) -> ExitCode {
-    use crate::report::{compare, run::RunFiles};
+    use crate::report::{compare, read_back::RunFiles};
     let (b, c) = match (RunFiles::read_side(base), RunFiles::read_side(current)) {
         (Ok(b), Ok(c)) => (b, c),
         (Err(e), _) | (_, Err(e)) => return error(e),
@@ -928,7 +928,7 @@ fn doctor(o: &crate::doctor::Options, format: TableFormat) -> ExitCode {
 
 /// `init`: writes the starter scenario and says what is in it.
 fn init(o: &InitOptions) -> ExitCode {
-    match crate::init::run(o) {
+    match crate::probe::init::run(o) {
         Ok(w) => {
             println!(
                 "wrote {}: tools/list and {} tool{} ({} negotiated)",
@@ -1100,7 +1100,7 @@ fn run(
     // find-max prints a line per step, unless the dashboard owns the screen.
     opts.progress = matches!(display, Display::Lines | Display::Json);
     let result = if plan.ab.is_some() {
-        driver::ab::ab(plan, &opts, interrupt.clone()).map(|(report, dir)| {
+        driver::ab_slices::ab(plan, &opts, interrupt.clone()).map(|(report, dir)| {
             (
                 crate::report::ab::render(&report, &dir),
                 report.interrupted,
@@ -1467,7 +1467,7 @@ fn serve(o: Serve) -> ExitCode {
 /// `record`: the gateway in front of one upstream, its tools under their own names, every
 /// tools/list and tools/call written to the trace; then says what the trace holds.
 fn record(o: Record) -> ExitCode {
-    let shown = crate::record::printable_target(&o.upstream);
+    let shown = crate::trace::record::printable_target(&o.upstream);
     let mut config = server::Config {
         identity: Some(server::Identity {
             name: "mcpbench-record".into(),
@@ -1513,8 +1513,8 @@ fn record(o: Record) -> ExitCode {
             s.took.as_secs_f64() * 1000.0
         );
     }
-    let header = crate::record::header("record", Some(shown));
-    let recorder = match server::recorder::Recorder::create(&o.out, &header, o.keep_secrets) {
+    let header = crate::trace::record::header("record", Some(shown));
+    let recorder = match server::trace_recorder::Recorder::create(&o.out, &header, o.keep_secrets) {
         Ok(r) => r,
         Err(e) => {
             return error(format_args!(
@@ -1569,14 +1569,18 @@ fn trace(command: TraceCommand) -> ExitCode {
                     source,
                 })
                 .and_then(|f| {
-                    crate::record::from_audit(std::io::BufReader::new(f), &name, empty_arguments)
+                    crate::trace::record::from_audit(
+                        std::io::BufReader::new(f),
+                        &name,
+                        empty_arguments,
+                    )
                 });
             let (entries, c) = match read {
                 Ok(x) => x,
                 Err(e) => return error(e),
             };
-            let header = crate::record::header("audit", None);
-            if let Err(e) = crate::record::write(&output, &header, &entries) {
+            let header = crate::trace::record::header("audit", None);
+            if let Err(e) = crate::trace::record::write(&output, &header, &entries) {
                 return error(e);
             }
             let span = entries.iter().map(|e| e.t).fold(0.0, f64::max);
@@ -1612,7 +1616,10 @@ fn trace(command: TraceCommand) -> ExitCode {
         },
         TraceCommand::Show { file } => match crate::trace::Trace::read(&file) {
             Ok(t) => {
-                print!("{}", crate::record::show(&t, &file.display().to_string()));
+                print!(
+                    "{}",
+                    crate::trace::record::show(&t, &file.display().to_string())
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => error(e),
@@ -1626,7 +1633,7 @@ fn front(
     f: &FrontArgs,
     config: server::Config,
     threads: usize,
-    recording: Option<(Arc<server::recorder::Recorder>, &dyn Fn())>,
+    recording: Option<(Arc<server::trace_recorder::Recorder>, &dyn Fn())>,
 ) -> ExitCode {
     let (recording, ready) = match recording {
         Some((r, ready)) => (Some(r), Some(ready)),

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Endpoint;
-use super::http1::{Captured, ContentKind, Http1Conn, IDLE_PROBE};
+use super::http1_client::{Captured, ContentKind, Http1Conn, IDLE_PROBE};
 use super::mux::{Connector, MuxConn, MuxSession, Outbound};
 use super::net::{self, Stream};
-use super::sse::SseDecoder;
+use super::sse_decoder::SseDecoder;
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 
 /// The way out: POSTs to the session's message endpoint over a small pool of keep-alive

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::Endpoint;
 use super::mux::{Connector, MuxConn, MuxSession, Outbound, Writer};
 use super::net::{self, WriteHalf};
-use super::ws::{self, TextFramer, WsEvent};
+use super::ws_frames::{self, TextFramer, WsEvent};
 use crate::metrics::outcome::Outcome;
 
 /// The way out: masked text frames through the combining writer.
@@ -37,10 +37,10 @@ impl Connector for WsConnector {
         let target = ep.net.as_ref().ok_or(Outcome::Connect)?;
         let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let (r, w) = stream.split();
-        let handshake = ws::handshake(r, w, &ep.host, &ep.path, &ep.extra_headers, "mcp");
+        let handshake = ws_frames::handshake(r, w, &ep.host, &ep.path, &ep.extra_headers, "mcp");
         let (mut reader, writer) = match tokio::time::timeout(ep.timeout, handshake).await {
             Ok(Ok(pair)) => pair,
-            Ok(Err(ws::WsError::Status(s))) => return Err(Outcome::Http(s)),
+            Ok(Err(ws_frames::WsError::Status(s))) => return Err(Outcome::Http(s)),
             Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
         };
         reader.set_max_message(ep.max_body);

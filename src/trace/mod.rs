@@ -572,3 +572,4 @@ mod tests {
         }
     }
 }
+pub mod record;
