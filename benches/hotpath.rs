@@ -64,7 +64,7 @@ fn request_body(c: &mut Criterion) {
     let plan =
         mcpbench::scenario::parse("bench.toml", messages::GENERATED_CALL, &|_| None).unwrap();
     let item = &plan.workload[0];
-    let template = mcpbench::driver::templates::RequestTemplate::new(
+    let template = mcpbench::client::request::RequestTemplate::new(
         item,
         mcpbench::protocol::version::Revision::V2025_11_25,
     );

@@ -27,8 +27,8 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpbench::client::request::RequestTemplate;
 use mcpbench::driver::schedule::Arrivals;
-use mcpbench::driver::templates::RequestTemplate;
 use mcpbench::metrics::outcome::Outcome;
 use mcpbench::metrics::recorder::{Phase, Recorder};
 use mcpbench::protocol::jsonrpc::{Codec, decode};

@@ -85,6 +85,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod client;
 pub mod doctor;
 pub mod driver;
 #[doc(hidden)]

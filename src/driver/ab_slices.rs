@@ -64,36 +64,26 @@ pub fn ab(
                 let slice_dir = dir
                     .join("slices")
                     .join(format!("L{level}-r{:02}-{name}", round + 1));
-                let mut p = at_level(&plan, level, ab.slice);
-                p.target = target.clone();
-                p.ab = None;
                 let label = format!(
                     "A/B level {level} · round {}/{} · {name}{}",
                     round + 1,
                     ab.pairs,
                     so_far(&report, &lv)
                 );
-                let out = run(
-                    Arc::new(p),
-                    &RunOptions {
-                        output: Some(slice_dir.clone()),
-                        label: Some(label),
-                        ab_divergence: Some((seen.clone(), name.clone())),
-                        ..opts.clone()
-                    },
-                    interrupt.clone(),
-                )?;
+                let mut p = at_level(&plan, level, ab.slice);
+                p.target = target.clone();
+                p.ab = None;
+                let slice_opts = RunOptions {
+                    output: Some(slice_dir.clone()),
+                    label: Some(label),
+                    ab_divergence: Some((seen.clone(), name.clone())),
+                    ..opts.clone()
+                };
+                let out = run(Arc::new(p), &slice_opts, interrupt.clone())?;
                 if opts.progress {
                     eprintln!(
-                        "A/B: level {level}, round {}/{}, {name}: {:.1} ok/s, p50 {}",
-                        round + 1,
-                        ab.pairs,
-                        out.summary.totals.throughput,
-                        out.summary
-                            .totals
-                            .latency
-                            .as_ref()
-                            .map_or("-".into(), |l| format!("{:.3} ms", l.p50_ms))
+                        "{}",
+                        progress_line(level, round, ab.pairs, name, &out.summary)
                     );
                 }
                 lv.slices.push(Slice::from_summary(
@@ -113,11 +103,43 @@ pub fn ab(
         report.levels.push(lv);
     }
     report.finish();
-    // Each target's slices of a level, merged exactly into one result.
+    report.breached = merge_targets(&report, &names, &dir, ab.levels.len() > 1)?;
+    crate::report::ab::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
+    Ok((report, dir))
+}
+
+/// One slice's line on stderr (`--progress`).
+fn progress_line(
+    level: f64,
+    round: usize,
+    rounds: usize,
+    name: &str,
+    summary: &crate::report::Summary,
+) -> String {
+    format!(
+        "A/B: level {level}, round {}/{rounds}, {name}: {:.1} ok/s, p50 {}",
+        round + 1,
+        summary.totals.throughput,
+        summary
+            .totals
+            .latency
+            .as_ref()
+            .map_or("-".into(), |l| format!("{:.3} ms", l.p50_ms))
+    )
+}
+
+/// Each target's slices of a level, merged exactly into one result (`<dir>/<target>/`, or
+/// `L<level>/<target>/` for a sweep); the scenario's thresholds judged on each: what they
+/// breached.
+fn merge_targets(
+    report: &AbReport,
+    names: &[String],
+    dir: &Path,
+    sweep: bool,
+) -> Result<Vec<String>, RunError> {
     let mut breached = Vec::new();
-    let sweep = ab.levels.len() > 1;
     for lv in &report.levels {
-        for name in &names {
+        for name in names {
             let slices: Vec<PathBuf> = lv
                 .slices
                 .iter()
@@ -130,18 +152,19 @@ pub fn ab(
                 dir.join(name)
             };
             if slices.len() >= 2 {
-                let merged = crate::report::merge::merge(&slices, &out, false)
-                    .map_err(|e| output_error(&out, std::io::Error::other(e.to_string())))?;
-                // The scenario's thresholds, judged on each target's merged result.
+                let merged = crate::report::merge::merge(&slices, &out, false).map_err(|e| {
+                    RunError::Output {
+                        path: out.display().to_string(),
+                        source: std::io::Error::other(e.to_string()),
+                    }
+                })?;
                 for t in merged.breached() {
                     breached.push(format!("{name}: {} {}", t.name, t.condition));
                 }
             }
         }
     }
-    report.breached = breached;
-    crate::report::ab::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
-    Ok((report, dir))
+    Ok(breached)
 }
 
 /// The comparison so far at this level (for the dashboard's header): the first compared

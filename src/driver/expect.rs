@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::preflight::Preflight;
+use crate::client::Preflight;
 use crate::protocol::schema::{self, Validator};
 use crate::scenario::plan::{Expect, Method, WorkItem};
 

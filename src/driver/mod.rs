@@ -3,40 +3,36 @@
 //! `report::build`.
 
 pub mod ab_slices;
+mod collect;
+mod context;
 pub mod divergence;
 pub mod expect;
 pub mod findmax;
 pub mod limits;
+pub mod mix;
 pub mod oauth;
-pub mod preflight;
+mod pacing;
 pub mod repeat;
 pub mod resolve;
 pub mod runner;
 pub mod schedule;
+mod shards;
+mod stages;
 pub mod start;
-pub mod templates;
+mod user;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::collector::{Collector, CsvWriter, HlogWriter, IntervalSnapshot, ShardMsg};
-use crate::metrics::grid::{Grid, Phase};
-use crate::metrics::target_procs::Sampler;
+use crate::client::{self, Preflight, PreflightError};
 use crate::protocol::jsonrpc::Codec;
-use crate::report::build::{RunFacts, load_info, summarize};
-use crate::report::live::{Live, LiveSink, RunHeader};
-use crate::report::read_back::RunFiles;
-use crate::report::summary::TargetInfo;
-use crate::report::{Summary, document, files, text};
+use crate::report::live::LiveSink;
+use crate::report::{Summary, files, text};
 use crate::scenario::plan::Model;
 use crate::scenario::{Diagnostic, Plan};
-use crate::transport::Endpoint;
-use preflight::Preflight;
 use resolve::Resolved;
 
 /// How a run is stopped early (a signal, `q` on the dashboard). The first request stops new
@@ -153,10 +149,7 @@ pub enum RunError {
     #[error("cannot resolve {target}: {reason}")]
     Resolve { target: String, reason: String },
     #[error("target {url} is not usable: {source}")]
-    Preflight {
-        url: String,
-        source: preflight::PreflightError,
-    },
+    Preflight { url: String, source: PreflightError },
     /// The workload does not fit the target: a tool it does not list, arguments its schema
     /// rejects. Points at the scenario.
     #[error("{0}")]
@@ -193,6 +186,15 @@ pub enum RunError {
     TargetUnwatched { threshold: String },
 }
 
+impl From<client::ClientError> for RunError {
+    fn from(e: client::ClientError) -> Self {
+        match e {
+            client::ClientError::Resolve { target, reason } => RunError::Resolve { target, reason },
+            client::ClientError::Tls { target, reason } => RunError::Tls { target, reason },
+        }
+    }
+}
+
 /// A finished run.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -205,6 +207,12 @@ pub struct RunOutput {
 pub struct Checked {
     pub resolved: Resolved,
     pub preflight: Preflight,
+    /// Worker threads the run uses.
+    pub workers: usize,
+    /// The tenants of the target's credentials, in order.
+    pub tenants: Vec<String>,
+    /// Per workload entry: its `expect` rules, compiled against what the target lists.
+    pub checks: Vec<Option<expect::Check>>,
 }
 
 /// Resolves the target (starting the embedded servers), opens a session, lists its tools and
@@ -216,7 +224,8 @@ pub fn check(
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
     let plan = &*with_tool_prefix(plan);
-    let needs = limits::needs(plan, workers_for(plan, opts));
+    let workers = workers_for(plan, opts);
+    let needs = limits::needs(plan, workers);
     limits::Machine::read().check(&needs, limits::per_session(plan))?;
     let mut resolved = resolve::resolve(plan, opts)?;
     // With per-user credentials, the preflight speaks as the first user (and to the first
@@ -236,32 +245,41 @@ pub fn check(
             .block_on(rt, te.fetch())
             .map_err(|o| RunError::Preflight {
                 url: resolved.url.clone(),
-                source: preflight::PreflightError::Open(format!(
+                source: PreflightError::Open(format!(
                     "no OAuth token from the token endpoint: {}",
-                    preflight::describe(o)
+                    client::describe(o)
                 )),
             })?;
         probe.add_header("Authorization", &format!("Bearer {}", token.access_token));
     }
     let preflight =
-        preflight::connect(rt, plan.connection().protocol, &mut probe).map_err(|source| {
+        client::connect(rt, plan.connection().protocol, &mut probe).map_err(|source| {
             RunError::Preflight {
                 url: resolved.url.clone(),
                 source,
             }
         })?;
     resolved.endpoint.protocol = probe.protocol;
-    preflight::check_workload(plan, &preflight).map_err(RunError::Workload)?;
+    client::workload_fit::check_workload(plan, &preflight).map_err(RunError::Workload)?;
     let tenants = tenants_of(plan);
-    for item in &plan.workload {
-        if let Some(e) = &item.expect {
+    let checks = plan
+        .workload
+        .iter()
+        .map(|item| {
+            let Some(e) = &item.expect else {
+                return Ok(None);
+            };
             expect::Check::new(e, item, &preflight, &tenants)
-                .map_err(|m| RunError::Workload(Box::new(item.place.diagnostic(m, None))))?;
-        }
-    }
+                .map(Some)
+                .map_err(|m| RunError::Workload(Box::new(item.place.diagnostic(m, None))))
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Checked {
         resolved,
         preflight,
+        workers,
+        tenants,
+        checks,
     })
 }
 
@@ -282,7 +300,6 @@ pub(crate) fn parent_dir(plan: &Plan, opts: &RunOptions, kind: &str) -> Result<P
     Ok(dir)
 }
 
-/// A current-thread runtime for the driver's own work (preflight, collecting).
 /// The plan with its target's `tool_prefix` applied to the workload's tool names (and cleared,
 /// so applying it again changes nothing); operation names stay as written.
 fn with_tool_prefix(plan: &Plan) -> std::borrow::Cow<'_, Plan> {
@@ -315,14 +332,12 @@ fn with_tool_prefix(plan: &Plan) -> std::borrow::Cow<'_, Plan> {
 }
 
 pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(RunError::Runtime)
+    client::runtime().map_err(RunError::Runtime)
 }
 
-/// Runs a plan to the end (or until `interrupt` asks it to stop) and writes its results.
+/// Runs a plan to the end (or until `interrupt` asks it to stop) and writes its results:
+/// prepare (target checked, start agreed, files opened) → start (worker threads, collector) →
+/// load (collected until every worker ended) → finish (summary and reports written).
 pub fn run(
     plan: Arc<Plan>,
     opts: &RunOptions,
@@ -333,248 +348,10 @@ pub fn run(
         std::borrow::Cow::Owned(p) => Arc::new(p),
         std::borrow::Cow::Borrowed(_) => plan,
     };
-    let Checked {
-        resolved,
-        preflight: pre,
-    } = check(&plan, opts, &rt)?;
-    // Operation 0 is the session opening: `initialize`, or `server/discover` for 2026-07-28.
-    let mut ops = plan.ops.clone();
-    if !pre.revision.has_handshake() {
-        ops[0] = "server/discover".into();
-    }
-    // The target is ready: agree on the start with the other shards (if any).
-    let agreed = start::agree(&opts.start, plan.load.shard, &|| interrupt.is_requested())?;
-    let (started_wall, start_at, late) = start::schedule(
-        agreed.map(|a| a.0),
-        opts.interval,
-        Duration::from_millis(20),
-    );
-    let start_info = agreed
-        .zip(late)
-        .map(|((t, by), late)| crate::report::summary::StartInfo {
-            agreed: start::rfc3339(t),
-            by: by.into(),
-            late_seconds: (late.as_secs_f64() * 1000.0).round() / 1000.0,
-        });
-    if opts.progress
-        && let Some(s) = &start_info
-    {
-        eprintln!(
-            "start: {} ({}{})",
-            s.agreed,
-            s.by,
-            match s.late_seconds {
-                0.0 => String::new(),
-                l => format!(", ready {l:.3}s too late: starting on the next interval"),
-            }
-        );
-    }
-    // The target's processes to sample: named ones must be readable before any load.
-    let pids = target_pids(&plan, opts);
-    let stdio = resolved.endpoint.kind == crate::transport::TransportKind::Stdio;
-    if let Some(t) = plan.thresholds.checks.iter().find(|t| t.metric.is_target())
-        && pids.is_empty()
-        && !stdio
-    {
-        return Err(RunError::TargetUnwatched {
-            threshold: t.name(),
-        });
-    }
-    let unreadable = Sampler::unreadable(&pids);
-    if !unreadable.is_empty() {
-        let pids = unreadable.iter().map(u32::to_string).collect::<Vec<_>>();
-        return Err(RunError::TargetPid {
-            pids: pids.join(", "),
-        });
-    }
-    let dir = opts.output.clone().unwrap_or_else(|| {
-        let s = plan.load.shard;
-        let name = match s.is_whole() {
-            true => plan.name.clone(),
-            false => format!("{}-shard-{}-of-{}", plan.name, s.index, s.count),
-        };
-        files::default_dir(&opts.results_root, &name, started_wall.into())
-    });
-    let output_error = |path: &std::path::Path| {
-        let path = path.display().to_string();
-        move |source| RunError::Output { path, source }
-    };
-    std::fs::create_dir_all(&dir).map_err(output_error(&dir))?;
-    let hlog_path = dir.join("latency.hlog");
-    let hlog =
-        HlogWriter::create(&hlog_path, started_wall, &ops).map_err(output_error(&hlog_path))?;
-    let csv_path = dir.join("timeseries.csv");
-    let csv = CsvWriter::create(&csv_path).map_err(output_error(&csv_path))?;
-
-    let workers = workers_for(&plan, opts);
-    // Read once before the load: the first interval's CPU time is its own.
-    let sampler = Sampler::new(&pids, stdio.then(|| resolved.endpoint.children.clone()));
-    let ctx = Arc::new(context(
-        &plan,
-        Arc::new(Endpoint {
-            id_base: plan.load.shard.id_base(),
-            ..resolved.endpoint.clone()
-        }),
-        resolved.oauth.clone(),
-        &pre,
-        opts,
-        workers,
-        (started_wall, start_at),
-    ));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut recyclers = Vec::with_capacity(workers);
-    let mut threads = Vec::with_capacity(workers);
-    for w in 0..workers {
-        let (rtx, rrx) = std::sync::mpsc::channel();
-        recyclers.push(rtx);
-        // Global indexes: a shard's users are those of the whole scenario it owns.
-        let vus: Vec<usize> = (0..plan.load.concurrency)
-            .filter(|v| v % workers == w)
-            .map(|v| plan.load.shard.global(v))
-            .collect();
-        let (ctx, tx) = (ctx.clone(), tx.clone());
-        let t = std::thread::Builder::new()
-            .name(format!("mcpbench-worker-{w}"))
-            .spawn(move || runner::worker(w, ctx, vus, tx, rrx))
-            .map_err(RunError::Runtime)?;
-        threads.push(t);
-    }
-    drop(tx);
-
-    let counted = ops
-        .iter()
-        .enumerate()
-        .map(|(i, o)| crate::scenario::plan::is_workload_op(i, o))
-        .collect();
-    let mut collector = Collector::new(ops.clone(), ctx.grid, recyclers, Some(hlog))
-        .counting(counted)
-        .with_csv(csv)
-        .with_sampler(sampler);
-    let target = TargetInfo {
-        kind: resolved.kind.into(),
-        transport: plan.connection().transport.name().into(),
-        http: if plan.connection().http2 { "2" } else { "1.1" }.into(),
-        url: resolved.url.clone(),
-        headers: resolved.headers.clone(),
-        protocol_offered: plan.connection().protocol.to_string(),
-        protocol_negotiated: pre.revision.to_string(),
-    };
-    let watched = opts.live.is_some() || opts.otlp.is_some();
-    let mut watch = watched.then(|| {
-        let header = RunHeader {
-            scenario: match &opts.label {
-                Some(l) => format!("{} · {l}", plan.name),
-                None => plan.name.clone(),
-            },
-            target: target.clone(),
-            load: load_info(&plan, workers),
-            ops: ops.clone(),
-            interval: opts.interval,
-        };
-        let s = plan.load.shard;
-        let otlp = opts.otlp.clone().map(|x| {
-            let run = crate::otlp::RunInfo {
-                scenario: plan.name.clone(),
-                id: run_id(&dir, opts.label.is_some()),
-                started_at: started_wall,
-                shard: (!s.is_whole()).then_some((s.index, s.count)),
-                label: opts.label.clone(),
-            };
-            (x, Arc::new(run))
-        });
-        let mut w = Watch {
-            sink: opts.live.clone(),
-            otlp,
-            live: Live::new(header, workers),
-        };
-        w.publish(&[], &collector, None);
-        w
-    });
-    let (stopped, threshold_stop) = rt.block_on(collect(
-        &ctx,
-        &mut collector,
-        rx,
-        (&interrupt, opts.grace),
-        &mut watch,
-    ));
-    for t in threads {
-        let _ = t.join();
-    }
-    let run_end = Instant::now();
-    let last = collector.finish();
-    // The measured window: from the end of warm-up to where the load ended — the scenario's
-    // end, or the stop (an interrupt, a breached threshold) — never past the last request.
-    // The drain is not in it. Every rate of the run divides by it.
-    let stop_at = stopped
-        .as_ref()
-        .and_then(|s| s.at.map(|at| ctx.start + at))
-        .into_iter()
-        .chain(threshold_stop.as_ref().map(|t| t.1))
-        .min();
-    let load_end = stop_at.map_or(ctx.end, |s| s.min(ctx.end)).min(run_end);
-    let measured = load_end.saturating_duration_since(ctx.warmup_end.min(load_end));
-    if let Some(w) = &mut watch {
-        w.publish(&last, &collector, Some(measured));
-    }
-
-    let mut notes = Vec::new();
-    if let Some(s) = &stopped {
-        let cancelled = collector
-            .totals
-            .class_total(crate::metrics::outcome::Class::Cancelled);
-        notes.push(s.note(interrupt.cause(), cancelled));
-    }
-    if let Some((n, _)) = &threshold_stop {
-        notes.push(n.clone());
-    }
-    let loopback = resolved
-        .endpoint
-        .net
-        .as_ref()
-        .is_none_or(|n| n.addr.ip().is_loopback());
-    if let Some(s) = start_info.as_ref().filter(|s| s.late_seconds > 0.0) {
-        notes.push(format!(
-            "started {:.3}s after the agreed start {} ({}): ready too late, it began on the \
-             next interval of the common time line, so its load runs that much later than the \
-             other shards'",
-            s.late_seconds, s.agreed, s.by
-        ));
-    }
-    notes.extend(limits::time_wait_note(
-        collector.totals.sessions.connections,
-        run_end.saturating_duration_since(ctx.start).as_secs_f64(),
-        loopback,
-    ));
-    notes.extend(watch.as_ref().and_then(Watch::export_note));
-    if let Some(e) = &collector.hlog_error {
-        notes.push(format!("latency.hlog or timeseries.csv is incomplete: {e}"));
-    }
-    // What only the time line shows (plateaus, error onsets), read back from the file just
-    // written: the run kept no per-interval history.
-    let (series, phases) = crate::report::read_back::read_series(&dir.join("timeseries.csv"));
-    notes.extend(crate::report::diagnose::over_time(&plan, &series, &phases));
-    let facts = RunFacts {
-        scenario_file: opts.scenario_file.clone(),
-        started_at: time::OffsetDateTime::from(started_wall)
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-        target,
-        workers,
-        measured,
-        interrupted: stopped.is_some() || threshold_stop.is_some(),
-        cpu: collector.ends.iter().map(|e| e.cpu).sum(),
-        notes,
-        start: start_info,
-        target_processes: collector.target_processes(),
-    };
-    let summary = summarize(&plan, &ops, &collector.totals, facts);
-    files::write_summary(&dir, &summary).map_err(output_error(&dir))?;
-    // The reports are rendered from the files just written, as `mcpbench report DIR` would.
-    let reports = RunFiles::read(&dir)
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|run| document::write(&run));
-    reports.map_err(output_error(&dir))?;
-    Ok(RunOutput { summary, dir })
+    let prepared = stages::prepare(&plan, opts, &rt, &interrupt)?;
+    let started = stages::start(&plan, opts, prepared)?;
+    let loaded = stages::load(&rt, started, &interrupt, opts.grace);
+    stages::finish(&plan, opts, &interrupt, loaded)
 }
 
 /// Worker threads: the option's, the scenario's, else one per core — for an open loop, one
@@ -624,316 +401,6 @@ fn tenants_of(plan: &Plan) -> Vec<String> {
     match &plan.target {
         crate::scenario::Target::Remote(r) => r.tenants(),
         crate::scenario::Target::Embedded(_) => Vec::new(),
-    }
-}
-
-/// The read-only context every worker shares.
-fn context(
-    plan: &Arc<Plan>,
-    endpoint: Arc<Endpoint>,
-    oauth: Option<oauth::TokenEndpoint>,
-    pre: &Preflight,
-    opts: &RunOptions,
-    workers: usize,
-    (started_wall, start): (SystemTime, Instant),
-) -> runner::Ctx {
-    let items = &plan.workload;
-    // Per-virtual-user credentials: an endpoint each, with its headers added.
-    let credentials = match &plan.target {
-        crate::scenario::Target::Remote(r) => r.credentials.clone(),
-        crate::scenario::Target::Embedded(_) => Vec::new(),
-    };
-    let tenants = tenants_of(plan);
-    let mut secrets = endpoint.headers.clone();
-    if let crate::scenario::Target::Remote(r) = &plan.target
-        && let Some(o) = &r.oauth
-    {
-        secrets.push(("client_secret".into(), o.client_secret.clone()));
-    }
-    let oauth_tenant = match &plan.target {
-        crate::scenario::Target::Remote(r) => r.oauth.as_ref().and_then(|o| o.tenant.clone()),
-        crate::scenario::Target::Embedded(_) => None,
-    };
-    let endpoints = credentials
-        .iter()
-        .map(|c| {
-            let mut ep = (*endpoint).clone();
-            for (name, value) in &c.headers {
-                ep.add_header(name, value);
-                secrets.push((name.clone(), value.clone()));
-            }
-            let tenant = tenants.iter().position(|t| t == &c.tenant).unwrap_or(0);
-            (Arc::new(ep), tenant)
-        })
-        .collect();
-    // OAuth users share the endpoint (each sends its own token) and count for its tenant;
-    // mixed revisions: an endpoint per revision, each its own row.
-    let revisions = match &plan.target {
-        crate::scenario::Target::Remote(r) => r.revisions.clone(),
-        crate::scenario::Target::Embedded(_) => Vec::new(),
-    };
-    let endpoints: Vec<(Arc<Endpoint>, usize)> = if oauth_tenant.is_some() {
-        vec![(endpoint.clone(), 0)]
-    } else if !revisions.is_empty() {
-        revisions
-            .iter()
-            .map(|r| {
-                let mut ep = (*endpoint).clone();
-                ep.protocol = *r;
-                let row = tenants
-                    .iter()
-                    .position(|t| *t == r.to_string())
-                    .unwrap_or(0);
-                (Arc::new(ep), row)
-            })
-            .collect()
-    } else {
-        endpoints
-    };
-    // Request templates per revision the users speak (one, unless mixed).
-    let mut speak: Vec<crate::protocol::version::Revision> = vec![pre.revision];
-    for r in &revisions {
-        if !speak.contains(r) {
-            speak.push(*r);
-        }
-    }
-    runner::Ctx {
-        oauth: oauth.map(|t| {
-            let op = plan
-                .ops
-                .iter()
-                .position(|o| o == crate::scenario::plan::OP_OAUTH)
-                .unwrap_or(1);
-            (t, op)
-        }),
-        checks: items
-            .iter()
-            .map(|w| {
-                let e = w.expect.as_ref()?;
-                expect::Check::new(e, w, pre, &tenants).ok()
-            })
-            .collect(),
-        endpoints,
-        tenants,
-        secrets,
-        requests: speak
-            .iter()
-            .map(|&rev| {
-                (
-                    rev,
-                    items
-                        .iter()
-                        .map(|w| templates::RequestTemplate::new(w, rev))
-                        .collect(),
-                    items.iter().map(|w| templates::call_spec(w, rev)).collect(),
-                )
-            })
-            .collect(),
-        mix: templates::Mix::new(items),
-        plan: plan.clone(),
-        endpoint,
-        start,
-        warmup_end: start + plan.load.warmup,
-        end: start + plan.load.duration,
-        timeout: plan.load.timeout,
-        grid: Grid::new(opts.interval, plan.load.warmup, plan.load.duration),
-        abort: CancellationToken::new(),
-        aborted: std::sync::atomic::AtomicBool::new(false),
-        drain: CancellationToken::new(),
-        stop: std::sync::atomic::AtomicBool::new(false),
-        workers,
-        seen: opts
-            .ab_divergence
-            .as_ref()
-            .map_or_else(Default::default, |(s, _)| s.clone()),
-        ab_target: opts.ab_divergence.as_ref().map(|(_, t)| t.clone()),
-        seed: started_wall
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(7, |d| d.as_nanos() as u64)
-            ^ plan.load.shard.seed(),
-    }
-}
-
-/// Merges the workers' shards until every worker has ended. On `interrupt` no new request
-/// starts and those in flight get `grace` (at most the request timeout) before they are
-/// cancelled, at once on a second interrupt; they are also cancelled when they still run past
-/// the drain deadline (end + timeout + 2 s), or (`abort_on_fail`) when a threshold is breached.
-/// Returns how the run was interrupted, and why a threshold stopped it.
-async fn collect(
-    ctx: &runner::Ctx,
-    collector: &mut Collector,
-    mut rx: UnboundedReceiver<ShardMsg>,
-    (interrupt, grace): (&Interrupt, Duration),
-    watch: &mut Option<Watch>,
-) -> (Option<Stopped>, Option<(String, Instant)>) {
-    let drain_deadline = ctx.end + ctx.endpoint.timeout + Duration::from_secs(2);
-    let abort = || {
-        ctx.stop.store(true, Ordering::Relaxed);
-        ctx.aborted.store(true, Ordering::Relaxed);
-        ctx.abort.cancel();
-    };
-    let mut stopped: Option<Stopped> = None;
-    let mut threshold_stop = None;
-    // Far enough never to fire before an interrupt sets it.
-    let mut grace_end = drain_deadline + Duration::from_secs(3600);
-    loop {
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                Some(m) => {
-                    let done = collector.accept(m);
-                    if let Some(w) = watch.as_mut().filter(|_| !done.is_empty()) {
-                        w.publish(&done, collector, None);
-                    }
-                    if threshold_stop.is_none()
-                        && let Some(why) = breached_now(ctx, collector, &done)
-                    {
-                        threshold_stop = Some((why, Instant::now()));
-                        abort();
-                    }
-                    if collector.all_done() {
-                        return (stopped, threshold_stop);
-                    }
-                }
-                None => return (stopped, threshold_stop),
-            },
-            _ = interrupt.requested(), if stopped.is_none() => {
-                let now = Instant::now();
-                let grace = grace.min(ctx.timeout);
-                stopped = Some(Stopped {
-                    at: now.checked_duration_since(ctx.start),
-                    grace,
-                    hurried: false,
-                });
-                ctx.stop.store(true, Ordering::Relaxed);
-                ctx.drain.cancel();
-                grace_end = now + grace;
-                if grace.is_zero() {
-                    abort();
-                }
-            }
-            _ = interrupt.hurried(), if stopped.as_ref().is_some_and(|s| !s.hurried) => {
-                if let Some(s) = stopped.as_mut() {
-                    s.hurried = true;
-                }
-                abort();
-            }
-            _ = tokio::time::sleep_until(grace_end.into()), if !ctx.abort.is_cancelled() => {
-                abort();
-            }
-            _ = tokio::time::sleep_until(drain_deadline.into()), if !ctx.abort.is_cancelled() => {
-                abort();
-            }
-        }
-    }
-}
-
-/// How an interrupted run stopped.
-#[derive(Debug, Clone, Copy)]
-struct Stopped {
-    /// When, from the start of the run; `None` before it (waiting for an agreed start).
-    at: Option<Duration>,
-    /// What the requests in flight were given.
-    grace: Duration,
-    /// A second interrupt cut the grace short.
-    hurried: bool,
-}
-
-impl Stopped {
-    /// The note in the summary: what stopped the run and what became of the requests in flight.
-    fn note(&self, cause: Option<&str>, cancelled: u64) -> String {
-        let drained = if self.hurried {
-            "a second interrupt cancelled the requests still in flight".to_string()
-        } else if self.grace.is_zero() {
-            "requests in flight were cancelled (no grace)".to_string()
-        } else {
-            format!(
-                "requests in flight had {} to finish",
-                mcpbench_knobs::format_duration(self.grace)
-            )
-        };
-        let cause = cause.unwrap_or("a signal");
-        let Some(at) = self.at else {
-            return format!("interrupted by {cause} before the agreed start: no load was sent");
-        };
-        format!(
-            "interrupted by {cause} at {:.1}s: no new requests; {drained}; {cancelled} cancelled \
-             (counted apart, not as errors)",
-            at.as_secs_f64()
-        )
-    }
-}
-
-/// `abort_on_fail`: after a measured interval, the first threshold the run so far breaches.
-fn breached_now(
-    ctx: &runner::Ctx,
-    collector: &Collector,
-    done: &[IntervalSnapshot],
-) -> Option<String> {
-    let t = &ctx.plan.thresholds;
-    let last = done.iter().rev().find(|s| s.phase == Phase::Measured)?;
-    if !t.abort_on_fail || t.checks.is_empty() {
-        return None;
-    }
-    let measured = last.end.saturating_sub(ctx.plan.load.warmup);
-    let s =
-        crate::report::build::provisional(&ctx.plan, collector.ops(), &collector.totals, measured);
-    let b = s.breached().next()?;
-    Some(format!(
-        "stopped early at {:.1}s: threshold {} {} breached (abort_on_fail)",
-        last.end.as_secs_f64(),
-        b.name,
-        b.condition
-    ))
-}
-
-/// A run's name outside its files: its directory's (with the parent's for a part of a larger
-/// run: `…-find-max/step-03`).
-fn run_id(dir: &std::path::Path, part: bool) -> String {
-    let name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-    match (name(dir), dir.parent().and_then(name).filter(|_| part)) {
-        (Some(d), Some(p)) => format!("{p}/{d}"),
-        (Some(d), None) => d,
-        (None, _) => dir.display().to_string(),
-    }
-}
-
-/// A run's live view and where it goes.
-struct Watch {
-    sink: Option<LiveSink>,
-    /// `--otlp-endpoint`'s exporter and the run it pushes.
-    otlp: Option<(Arc<crate::otlp::Exporter>, Arc<crate::otlp::RunInfo>)>,
-    live: Live,
-}
-
-impl Watch {
-    /// Takes the intervals the collector completed; publishes the view once.
-    /// Sends the view with the intervals `done`; `finished`: the run is over, its measured
-    /// window this long.
-    fn publish(
-        &mut self,
-        done: &[IntervalSnapshot],
-        collector: &Collector,
-        finished: Option<Duration>,
-    ) {
-        for snap in done {
-            self.live.update(snap, &collector.totals);
-        }
-        if let Some(measured) = finished {
-            self.live.finish(measured);
-        }
-        let live = Arc::new(self.live.clone());
-        if let Some((x, run)) = &self.otlp {
-            x.push(run, live.clone());
-        }
-        if let Some(sink) = &self.sink {
-            sink.send_replace(Some(live));
-        }
-    }
-
-    /// After the final view: the exporter's note, if its pushes failed (waits a bounded time
-    /// for the final push).
-    fn export_note(&self) -> Option<String> {
-        self.otlp.as_ref().and_then(|(x, _)| x.finish_run())
     }
 }
 

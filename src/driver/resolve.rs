@@ -1,22 +1,18 @@
 //! From a plan's target to an [`Endpoint`]: the embedded servers started (or the child
 //! command of a stdio target), names resolved, TLS configured, headers rendered.
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use super::{RunError, RunOptions};
+use crate::client::endpoint::{self, net_target};
 use crate::protocol::version::Revision;
-use crate::scenario::plan::{Embedded, Remote, Url};
+use crate::scenario::plan::Embedded;
 use crate::scenario::{Plan, ProtocolChoice, Target};
 use crate::server::EmbeddedServers;
-use crate::transport::net::{IdentityFiles, NetTarget, TlsClient, Trust};
+use crate::transport::net::NetTarget;
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
-/// The least time a session opening gets.
-pub const OPEN_TIMEOUT_MIN: Duration = Duration::from_secs(5);
-
-/// Largest response or event accepted from a target.
-const MAX_BODY: usize = 64 * 1024 * 1024;
+pub use crate::client::handshake::OPEN_TIMEOUT_MIN;
 
 /// A target ready to connect to.
 #[derive(Debug)]
@@ -72,51 +68,24 @@ fn usable_source(ip: std::net::IpAddr, target: SocketAddr) -> Result<(), RunErro
 
 fn resolve_target(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let conn = plan.connection();
-    let mut endpoint = Endpoint {
-        timing: None,
-        replicas: Vec::new(),
-        id_base: 0,
-        children: Default::default(),
-        kind: conn.transport,
-        net: None,
-        host: String::new(),
-        path: String::new(),
-        extra_headers: Vec::new(),
-        headers: Vec::new(),
-        http2: conn.http2,
-        command: None,
-        protocol: match conn.protocol {
-            ProtocolChoice::Fixed(r) => r,
-            ProtocolChoice::Auto => Revision::V2026_07_28,
-        },
-        codec: opts.codec,
-        max_body: MAX_BODY,
-        // Opening a session (connecting, TLS, launching a process, the handshake) gets at
-        // least 5 s whatever the request timeout: a child process or a TLS handshake is slower
-        // than a call.
-        timeout: plan.load.timeout.max(OPEN_TIMEOUT_MIN),
+    let protocol = match conn.protocol {
+        ProtocolChoice::Fixed(r) => r,
+        ProtocolChoice::Auto => Revision::V2026_07_28,
     };
+    // Opening a session (connecting, TLS, launching a process, the handshake) gets at least
+    // 5 s whatever the request timeout: a child process or a TLS handshake is slower than a
+    // call.
+    let mut endpoint = endpoint::blank(
+        conn.transport,
+        protocol,
+        plan.load.timeout.max(OPEN_TIMEOUT_MIN),
+    );
+    endpoint.http2 = conn.http2;
+    endpoint.codec = opts.codec;
     match &plan.target {
         Target::Embedded(e) => embedded(e, endpoint),
         Target::Remote(r) => {
-            endpoint.command = r.command.clone();
-            endpoint.timing = r.timing.clone();
-            if let Some(u) = &r.url {
-                network(&mut endpoint, u, r)?;
-            }
-            for u in &r.replicas {
-                let (net, _) = net_target(
-                    u,
-                    &r.trust,
-                    r.identity.as_ref(),
-                    endpoint.http2,
-                    endpoint.timeout,
-                )?;
-                endpoint.replicas.push(net);
-            }
-            for (name, value) in &r.headers {
-                endpoint.add_header(name, value);
-            }
+            endpoint::of_remote(&mut endpoint, r)?;
             let oauth = match &r.oauth {
                 None => None,
                 Some(o) => {
@@ -196,67 +165,4 @@ fn embedded(e: &Embedded, mut ep: Endpoint) -> Result<Resolved, RunError> {
         headers: Vec::new(),
         embedded: Some(servers),
     })
-}
-
-/// Address, TLS client (ALPN as the HTTP version asks), `Host` and path of a network target.
-fn network(ep: &mut Endpoint, u: &Url, r: &Remote) -> Result<(), RunError> {
-    let (net, host) = net_target(u, &r.trust, r.identity.as_ref(), ep.http2, ep.timeout)?;
-    ep.net = Some(net);
-    ep.host = host;
-    ep.path = u.path.clone();
-    Ok(())
-}
-
-/// A URL's address (resolved), TLS client (ALPN `h2` or `http/1.1`) and `Host` header value.
-pub fn net_target(
-    u: &Url,
-    trust: &Trust,
-    identity: Option<&IdentityFiles>,
-    http2: bool,
-    timeout: Duration,
-) -> Result<(NetTarget, String), RunError> {
-    let addr = resolve_addr(u)?;
-    let tls = if u.scheme.is_tls() {
-        let alpn: &[&[u8]] = if http2 { &[b"h2"] } else { &[b"http/1.1"] };
-        Some(
-            TlsClient::new(&u.host, trust, identity, alpn).map_err(|e| RunError::Tls {
-                target: u.text.clone(),
-                reason: e.to_string(),
-            })?,
-        )
-    } else {
-        None
-    };
-    let default_port = if u.scheme.is_tls() { 443 } else { 80 };
-    let host = if u.port == default_port {
-        u.host.clone()
-    } else {
-        format!("{}:{}", u.host, u.port)
-    };
-    Ok((
-        NetTarget {
-            addr,
-            tls,
-            connect_timeout: timeout,
-            source: None,
-        },
-        host,
-    ))
-}
-
-fn resolve_addr(u: &Url) -> Result<SocketAddr, RunError> {
-    let hostport = format!(
-        "{}:{}",
-        u.host.trim_start_matches('[').trim_end_matches(']'),
-        u.port
-    );
-    let resolve_error = |reason: String| RunError::Resolve {
-        target: u.text.clone(),
-        reason,
-    };
-    hostport
-        .to_socket_addrs()
-        .map_err(|e| resolve_error(e.to_string()))?
-        .next()
-        .ok_or_else(|| resolve_error("no address".into()))
 }

@@ -22,21 +22,16 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::driver::preflight::{self, describe};
-use crate::driver::resolve::net_target;
+use crate::client::endpoint;
+use crate::client::sessions::{Opening, Sharing, WithSessions, claim_or_wait, with_sessions};
+use crate::client::{describe, failure_text};
 use crate::metrics::outcome::Outcome;
-use crate::protocol::jsonrpc::Codec;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use crate::scenario::ProtocolChoice;
 use crate::scenario::parse_url;
 use crate::server::proxy::{ProxiedTool, Proxy, ProxyError, ProxyFuture};
-use crate::transport::legacy_sse_client::SseConnector;
-use crate::transport::mux::{MuxSession, Shared};
 use crate::transport::net::Trust;
-use crate::transport::stdio_client::StdioConnector;
-use crate::transport::streamable_http::HttpSession;
-use crate::transport::ws_client::WsConnector;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
 
 /// Separates an upstream's name from its tools' names.
@@ -63,9 +58,6 @@ pub struct UpstreamSpec {
     /// Probe the revision (`server/discover`, else `initialize`), or use the endpoint's.
     pub protocol: ProtocolChoice,
 }
-
-/// Largest upstream response accepted.
-const MAX_BODY: usize = 64 * 1024 * 1024;
 
 impl UpstreamSpec {
     /// `NAME=TARGET`: `http(s)://…` (Streamable HTTP, either era), `sse+http(s)://…` (the
@@ -95,24 +87,11 @@ impl UpstreamSpec {
                 "`{name}` is not a usable upstream name: letters, digits, - and _ (no `{SEPARATOR}`)"
             )));
         }
-        let mut ep = Endpoint {
-            kind: TransportKind::StreamableHttp,
-            net: None,
-            host: String::new(),
-            path: String::new(),
-            extra_headers: Vec::new(),
-            headers: Vec::new(),
-            http2: false,
-            command: None,
-            protocol: Revision::V2026_07_28,
-            codec: Codec::default(),
-            max_body: MAX_BODY,
+        let mut ep = endpoint::blank(
+            TransportKind::StreamableHttp,
+            Revision::V2026_07_28,
             timeout,
-            timing: None,
-            replicas: Vec::new(),
-            id_base: 0,
-            children: Default::default(),
-        };
+        );
         let mut protocol = ProtocolChoice::Auto;
         let describe = if let Some(cmd) = target.strip_prefix("stdio:") {
             let mut words = cmd.split_whitespace().map(str::to_string);
@@ -134,12 +113,9 @@ impl UpstreamSpec {
                 None => (TransportKind::StreamableHttp, target),
             };
             let u = parse_url(url).map_err(fail)?;
-            let (net, host) = net_target(&u, &tls.trust, tls.identity.as_ref(), false, timeout)
+            endpoint::at_url(&mut ep, &u, &tls.trust, tls.identity.as_ref())
                 .map_err(|e| fail(e.to_string()))?;
             ep.kind = kind;
-            ep.net = Some(net);
-            ep.host = host;
-            ep.path = u.path.clone();
             if kind == TransportKind::LegacySse {
                 protocol = ProtocolChoice::Fixed(Revision::V2024_11_05);
                 ep.protocol = Revision::V2024_11_05;
@@ -542,7 +518,7 @@ fn discover(s: &UpstreamSpec) -> Result<Discovered, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let mut ep = s.endpoint.clone();
-    let pre = preflight::connect(&rt, s.protocol, &mut ep)
+    let pre = crate::client::connect(&rt, s.protocol, &mut ep)
         .map_err(|e| format!("{} ({})", e, s.describe))?;
     if pre.revision.has_handshake() {
         ep.protocol = pre.revision;
@@ -562,23 +538,18 @@ async fn lane(
     (pool, timeout): (usize, Duration),
     warm: Option<Warmed>,
 ) {
-    let pools: Vec<Rc<dyn Upstream>> = specs
-        .iter()
-        .map(|(ep, calls)| -> Rc<dyn Upstream> {
-            let calls = calls.clone();
-            match ep.kind {
-                TransportKind::StreamableHttp => {
-                    let e = ep.clone();
-                    Rc::new(Pool::new(pool, calls, timeout, move || {
-                        HttpSession::new(e.clone())
-                    }))
-                }
-                TransportKind::Stdio => mux_pool::<StdioConnector>(ep, pool, calls, timeout),
-                TransportKind::WebSocket => mux_pool::<WsConnector>(ep, pool, calls, timeout),
-                TransportKind::LegacySse => mux_pool::<SseConnector>(ep, pool, calls, timeout),
-            }
-        })
-        .collect();
+    let mut pools: Vec<Rc<dyn Upstream>> = Vec::with_capacity(specs.len());
+    for (ep, calls) in specs.iter() {
+        let pooled = Pooled {
+            ep: ep.clone(),
+            pool,
+            calls: calls.clone(),
+            timeout,
+        };
+        // A mux transport shares one connection per thread; HTTP sessions are each their own.
+        let sharing = Sharing::Multiplexed { users: pool };
+        pools.push(with_sessions(ep, sharing, true, pooled).await.0);
+    }
     if let Some(warmed) = warm {
         let pools = pools.clone();
         tokio::task::spawn_local(async move {
@@ -605,19 +576,25 @@ async fn lane(
     }
 }
 
-fn mux_pool<C: crate::transport::mux::Connector + 'static>(
-    ep: &Arc<Endpoint>,
+/// What a lane's pool of one upstream is made of.
+struct Pooled {
+    ep: Arc<Endpoint>,
     pool: usize,
     calls: Vec<CallSpec>,
     timeout: Duration,
-) -> Rc<dyn Upstream> {
-    let slot = Rc::new(Shared::<C::Out>::default());
-    let e = ep.clone();
-    Rc::new(Pool::new(pool, calls, timeout, move || {
-        let mut s = MuxSession::<C>::shared(e.clone(), slot.clone(), pool);
-        s.keep_responses();
-        s
-    }))
+}
+
+impl WithSessions for Pooled {
+    type Output = Rc<dyn Upstream>;
+    async fn with<S, F>(self, make: F) -> Rc<dyn Upstream>
+    where
+        S: Session + 'static,
+        F: Fn(Arc<Endpoint>) -> S + 'static,
+    {
+        Rc::new(Pool::new(self.pool, self.calls, self.timeout, move || {
+            make(self.ep.clone())
+        }))
+    }
 }
 
 /// The pooled sessions of one upstream on one I/O thread.
@@ -687,11 +664,9 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
         for attempt in 0..2 {
             if !s.is_open() {
                 // A shared connection is opened by one caller; the others wait for it.
-                let outcome = if s.claim_open() {
-                    s.open().await.outcome
-                } else {
-                    s.wait_open().await;
-                    Outcome::Ok
+                let outcome = match claim_or_wait(s).await {
+                    Opening::Mine => s.open().await.outcome,
+                    Opening::Waited => Outcome::Ok,
                 };
                 if outcome != Outcome::Ok || !s.is_open() {
                     return Err(ProxyError::Unavailable {
@@ -713,7 +688,7 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
                 Outcome::Ok | Outcome::ToolError => result_of(s.last_message()),
                 Outcome::RpcError(code) => Err(ProxyError::Rpc {
                     code,
-                    detail: preflight::failure_text(s.last_message()).unwrap_or_default(),
+                    detail: failure_text(s.last_message()).unwrap_or_default(),
                 }),
                 Outcome::Timeout => Err(ProxyError::Timeout),
                 o => {
@@ -760,12 +735,8 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
             let mut s = self.checkout().await;
             // As a call opens it (exchange): a shared connection by one caller only.
             let open = async {
-                if !s.is_open() {
-                    if s.claim_open() {
-                        s.open().await;
-                    } else {
-                        s.wait_open().await;
-                    }
+                if !s.is_open() && claim_or_wait(&mut s).await == Opening::Mine {
+                    s.open().await;
                 }
             };
             let _ = tokio::time::timeout(self.timeout, open).await;

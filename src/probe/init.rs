@@ -11,10 +11,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::driver::{self, RunError, RunOptions, preflight};
+use crate::client::endpoint::{blank, of_remote};
+use crate::client::handshake::OPEN_TIMEOUT_MIN;
+use crate::client::workload_fit::{check_workload, trial};
+use crate::client::{self, ClientError, Preflight, PreflightError};
 use crate::metrics::outcome::Outcome;
 use crate::protocol::schema;
+use crate::protocol::version::Revision;
 use crate::scenario::{self, ScenarioError};
+use crate::scenario::{Diagnostic, Plan, ProtocolChoice, Target};
+use crate::transport::Endpoint;
 
 /// What `init` needs to know (its command line).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -56,7 +62,13 @@ pub enum InitError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     #[error(transparent)]
-    Run(#[from] RunError),
+    Client(#[from] ClientError),
+    #[error("target {url} is not usable: {source}")]
+    Unusable { url: String, source: PreflightError },
+    #[error("{0}")]
+    Workload(Box<Diagnostic>),
+    #[error("cannot start: {0}")]
+    Runtime(std::io::Error),
     #[error("cannot write {path}: {source}")]
     Write {
         path: String,
@@ -74,6 +86,39 @@ pub struct Written {
     pub revision: String,
 }
 
+/// The scenario's target as the client reaches it: a session opened (revision found), its
+/// tools listed, the workload's tools and generated arguments held to them.
+fn connect(plan: &Plan, rt: &tokio::runtime::Runtime) -> Result<(Endpoint, Preflight), InitError> {
+    let conn = plan.connection();
+    let offered = match conn.protocol {
+        ProtocolChoice::Fixed(r) => r,
+        ProtocolChoice::Auto => Revision::V2026_07_28,
+    };
+    let mut ep = blank(
+        conn.transport,
+        offered,
+        plan.load.timeout.max(OPEN_TIMEOUT_MIN),
+    );
+    if let Target::Remote(r) = &plan.target {
+        of_remote(&mut ep, r)?;
+    }
+    let pre =
+        client::connect(rt, conn.protocol, &mut ep).map_err(|source| InitError::Unusable {
+            url: url_of(plan),
+            source,
+        })?;
+    check_workload(plan, &pre).map_err(InitError::Workload)?;
+    Ok((ep, pre))
+}
+
+/// What messages name as the target.
+fn url_of(plan: &Plan) -> String {
+    match &plan.target {
+        Target::Remote(r) => r.describe(),
+        Target::Embedded(_) => "the embedded server".into(),
+    }
+}
+
 /// One tool's workload entry, or why it is left out.
 struct Entry {
     tool: String,
@@ -88,16 +133,14 @@ pub fn run(o: &InitOptions) -> Result<Written, InitError> {
     if o.output.exists() && !o.force {
         return Err(InitError::Exists(o.output.display().to_string()));
     }
-    let rt = driver::runtime()?;
-    let opts = RunOptions::default();
+    let rt = client::runtime().map_err(InitError::Runtime)?;
     let name = scenario_name(o);
     // 1. The tools the server lists.
     let base = render(o, &name, &[]);
     let plan = parse(&o.output, &base)?;
-    let checked = driver::check(&plan, &opts, &rt)?;
-    let revision = checked.preflight.revision.to_string();
-    let mut entries: Vec<Entry> = checked
-        .preflight
+    let (_, pre) = connect(&plan, &rt)?;
+    let revision = pre.revision.to_string();
+    let mut entries: Vec<Entry> = pre
         .tools
         .iter()
         .map(|(tool, schema)| Entry {
@@ -109,10 +152,10 @@ pub fn run(o: &InitOptions) -> Result<Written, InitError> {
     loop {
         let text = render(o, &name, &entries);
         let refused = match parse(&o.output, &text) {
-            Ok(plan) => match driver::check(&plan, &opts, &rt) {
+            Ok(plan) => match connect(&plan, &rt) {
                 Ok(_) => break,
-                Err(RunError::Workload(d)) => Some(*d),
-                Err(e) => return Err(e.into()),
+                Err(InitError::Workload(d)) => Some(*d),
+                Err(e) => return Err(e),
             },
             Err(ScenarioError::Invalid(d)) => Some(*d),
             Err(e) => return Err(e.into()),
@@ -128,12 +171,11 @@ pub fn run(o: &InitOptions) -> Result<Written, InitError> {
     // 3. Each remaining tool called once, as a run would call it.
     let text = render(o, &name, &entries);
     let plan = Arc::new(parse(&o.output, &text)?);
-    let checked = driver::check(&plan, &opts, &rt)?;
-    let ep = Arc::new(checked.resolved.endpoint.clone());
+    let (ep, _) = connect(&plan, &rt)?;
     let trials = tokio::task::LocalSet::new()
-        .block_on(&rt, preflight::trial(ep, plan.clone()))
-        .map_err(|source| RunError::Preflight {
-            url: checked.resolved.url.clone(),
+        .block_on(&rt, trial(Arc::new(ep), plan.clone()))
+        .map_err(|source| InitError::Unusable {
+            url: url_of(&plan),
             source,
         })?;
     let active_now: Vec<usize> = active(&entries).collect();
@@ -142,7 +184,7 @@ pub fn run(o: &InitOptions) -> Result<Written, InitError> {
             continue;
         }
         if let Some(&i) = active_now.get(k - 1) {
-            let why = preflight::describe(t.outcome);
+            let why = client::describe(t.outcome);
             entries[i].arguments = Err(match &t.message {
                 Some(m) => format!("a trial call failed: {why}: {m}"),
                 None => format!("a trial call failed: {why}"),

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::driver::preflight::{describe, list_tools};
+use crate::client::endpoint::{blank, host_header};
+use crate::client::{describe, list_tools};
 use crate::metrics::outcome::Outcome;
-use crate::protocol::jsonrpc::Codec;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use crate::scenario::parse_url;
@@ -146,34 +146,15 @@ pub(crate) fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
     } else {
         None
     };
-    let default_port = if u.scheme.is_tls() { 443 } else { 80 };
-    let mut ep = Endpoint {
-        timing: None,
-        replicas: Vec::new(),
-        id_base: 0,
-        children: Default::default(),
-        kind: TransportKind::StreamableHttp,
-        net: Some(NetTarget {
-            addr,
-            tls,
-            connect_timeout: o.timeout,
-            source: None,
-        }),
-        host: if u.port == default_port {
-            u.host.clone()
-        } else {
-            format!("{}:{}", u.host, u.port)
-        },
-        path: u.path.clone(),
-        extra_headers: Vec::new(),
-        headers: Vec::new(),
-        http2: false,
-        command: None,
-        protocol: o.protocol,
-        codec: Codec::default(),
-        max_body: 64 * 1024 * 1024,
-        timeout: o.timeout,
-    };
+    let mut ep = blank(TransportKind::StreamableHttp, o.protocol, o.timeout);
+    ep.net = Some(NetTarget {
+        addr,
+        tls,
+        connect_timeout: o.timeout,
+        source: None,
+    });
+    ep.host = host_header(&u);
+    ep.path = u.path.clone();
     for (name, value) in &o.headers {
         ep.add_header(name, value);
     }

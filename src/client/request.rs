@@ -1,6 +1,8 @@
-//! The weighted workload mix and its request bodies.
+//! The bytes of a workload call: each entry's JSON-RPC body pre-rendered per revision
+//! ([`RequestTemplate`]: only the id and the generated arguments are written per request) and
+//! its per-request transport data ([`call_spec`]).
 
-use rand::{Rng, RngExt};
+use rand::Rng;
 
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
@@ -126,39 +128,6 @@ pub fn call_spec(item: &WorkItem, rev: Revision) -> CallSpec {
     }
 }
 
-/// Picks workload entries in proportion to their weights.
-#[derive(Debug)]
-pub struct Mix {
-    cumulative: Vec<u64>,
-    total: u64,
-}
-
-impl Mix {
-    pub fn new(items: &[WorkItem]) -> Self {
-        let mut acc = 0u64;
-        let cumulative = items
-            .iter()
-            .map(|w| {
-                acc += w.weight as u64;
-                acc
-            })
-            .collect();
-        Mix {
-            cumulative,
-            total: acc,
-        }
-    }
-
-    #[inline]
-    pub fn pick<R: Rng>(&self, rng: &mut R) -> usize {
-        if self.cumulative.len() == 1 {
-            return 0;
-        }
-        let r = rng.random_range(0..self.total);
-        self.cumulative.iter().position(|&c| r < c).unwrap_or(0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +135,7 @@ mod tests {
     use rand::rngs::SmallRng;
 
     #[test]
-    fn bodies_are_valid_json_rpc_and_mix_follows_weights() {
+    fn bodies_are_valid_json_rpc() {
         let plan = crate::scenario::parse(
             "t.toml",
             "[load]\nduration = \"1s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\nweight = 3\narguments = { message = \"${pick:a,b}\" }\n[[workload]]\nmethod = \"tools/list\"\n",
@@ -226,10 +195,5 @@ mod tests {
                 }
             }
         }
-        let mix = Mix::new(&plan.workload);
-        let n = 40_000;
-        let first = (0..n).filter(|_| mix.pick(&mut rng) == 0).count();
-        let share = first as f64 / n as f64;
-        assert!((share - 0.75).abs() < 0.02, "share {share}");
     }
 }

@@ -1,0 +1,86 @@
+//! The handshake: a session opened within the endpoint's timeout (initialize, or
+//! `server/discover` for 2026-07-28; `auto` probes the newest and falls back), what the server
+//! offers ([`Preflight`]), and a person's words for why it refused ([`describe`], [`refusal`]).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::failure::{PreflightError, describe, refusal};
+use super::listing::list_tools;
+use super::sessions::{OnSession, on_session};
+use crate::metrics::outcome::Outcome;
+use crate::protocol::version::Revision;
+use crate::scenario::ProtocolChoice;
+use crate::transport::{Endpoint, Session};
+
+/// The least time a session opening gets (connecting, TLS, launching a process, the
+/// handshake are slower than a call).
+pub const OPEN_TIMEOUT_MIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the preflight learned.
+#[derive(Debug, Clone)]
+pub struct Preflight {
+    pub revision: Revision,
+    /// Tools the target lists (all pages): name and definition (`inputSchema`, `outputSchema`,
+    /// annotations… as the target wrote them).
+    pub tools: Vec<(String, Value)>,
+}
+
+/// Opens a session as the plan says (`protocol = "auto"`: probe `server/discover`, then fall
+/// back to `initialize` with the newest handshake revision), lists the tools, closes. The
+/// endpoint is updated to the revision found.
+pub fn connect(
+    rt: &tokio::runtime::Runtime,
+    choice: ProtocolChoice,
+    endpoint: &mut Endpoint,
+) -> Result<Preflight, PreflightError> {
+    let on = |ep: Endpoint| tokio::task::LocalSet::new().block_on(rt, run(Arc::new(ep)));
+    let pre = match (choice, on(endpoint.clone())) {
+        (_, Ok(p)) => p,
+        (ProtocolChoice::Auto, Err(modern)) => {
+            endpoint.protocol = Revision::LATEST_HANDSHAKE;
+            on(endpoint.clone()).map_err(|legacy| {
+                PreflightError::Open(format!("2026-07-28 probe: {modern}; initialize: {legacy}"))
+            })?
+        }
+        (_, Err(e)) => return Err(e),
+    };
+    if !pre.revision.has_handshake() {
+        endpoint.protocol = pre.revision;
+    }
+    Ok(pre)
+}
+
+/// Opens a session on the endpoint's transport, lists the tools, closes.
+pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
+    on_session(ep, ListTools).await
+}
+
+/// Opens the session within the endpoint's timeout; the revision it speaks.
+pub async fn open<S: Session>(s: &mut S, ep: &Endpoint) -> Result<Revision, PreflightError> {
+    match tokio::time::timeout(ep.timeout, s.open()).await {
+        Err(_) => Err(PreflightError::Open(describe(Outcome::Timeout))),
+        Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => Err(PreflightError::Open(refusal(
+            r.outcome,
+            s.last_message(),
+            ep.protocol,
+        ))),
+        Ok(_) => Ok(s.revision().unwrap_or(ep.protocol)),
+    }
+}
+
+struct ListTools;
+
+impl OnSession for ListTools {
+    type Output = Result<Preflight, PreflightError>;
+    async fn on<S: Session>(self, mut s: S, ep: &Endpoint) -> Self::Output {
+        let revision = open(&mut s, ep).await?;
+        let tools = list_tools(&mut s, revision, ep.timeout).await;
+        s.close().await;
+        Ok(Preflight {
+            revision,
+            tools: tools?,
+        })
+    }
+}
