@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use super::jsonrpc::{DecodeError, IdRef, Incoming};
+use super::rpc_message::{DecodeError, IdRef, Incoming};
 
 const MAX_DEPTH: u32 = 128;
 

@@ -1,16 +1,17 @@
 //! Client transports, behind one [`Session`] trait.
 //!
-//! | module            | what                                                              |
-//! |-------------------|-------------------------------------------------------------------|
-//! | `net`             | TCP + TLS (rustls) connecting, one `Stream` type                  |
-//! | `http1`           | hot-path HTTP/1.1 client connection                               |
-//! | `sse`             | the one SSE decoder                                               |
-//! | `ws`              | WebSocket client framing                                          |
-//! | `streamable_http` | MCP over Streamable HTTP (both eras; HTTP/1.1 or HTTP/2)          |
-//! | `mux`             | id-matched in-flight requests on one connection (single-threaded) |
-//! | `stdio`           | MCP over a child process's stdin/stdout                           |
-//! | `sse_legacy`      | MCP over the 2024-11-05 HTTP+SSE transport                        |
-//! | `websocket`       | MCP over WebSocket (subprotocol `mcp`)                            |
+//! | module              | what                                                            |
+//! |---------------------|-----------------------------------------------------------------|
+//! | `net`               | TCP + TLS (rustls) connecting, one `Stream` type                |
+//! | `exchange`          | one HTTP/1.1 request on a fresh connection, off the hot path    |
+//! | `http1_client`      | hot-path HTTP/1.1 client connection                             |
+//! | `sse_decoder`       | the one SSE decoder                                             |
+//! | `ws_frames`         | WebSocket client framing (handshake, reader, writer)            |
+//! | `streamable_http`   | MCP over Streamable HTTP (both eras; HTTP/1.1 or HTTP/2)        |
+//! | `mux`               | id-matched in-flight requests on one connection (one thread)    |
+//! | `stdio_client`      | MCP over a child process's stdin/stdout                         |
+//! | `legacy_sse_client` | MCP over the 2024-11-05 HTTP+SSE transport                      |
+//! | `ws_client`         | MCP over WebSocket (subprotocol `mcp`)                          |
 //!
 //! The runner is generic over [`Session`] and monomorphised per transport by one `match`.
 
