@@ -807,6 +807,26 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
 #[cfg(test)]
 mod tests {
     use super::super::refusal;
+    use super::{Scheme, parse_url};
+
+    #[test]
+    fn urls_parse() {
+        let u = parse_url("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str(), u.scheme),
+            ("127.0.0.1", 8080, "/mcp", Scheme::Http)
+        );
+        assert_eq!(parse_url("https://localhost").unwrap().port, 443);
+        assert_eq!(parse_url("wss://h/ws").unwrap().scheme, Scheme::Wss);
+        let u = parse_url("http://[::1]:9/x?y=1").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("[::1]", 9, "/x?y=1")
+        );
+        assert!(parse_url("http://u:p@h/").is_err());
+        assert!(parse_url("http://h:99999/").is_err());
+        assert!(parse_url("ftp://h/").is_err());
+    }
 
     /// A header value with a line break or another control character would let the value
     /// write a header (or garble a log line) of its own: refused, named by key and line.
