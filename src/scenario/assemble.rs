@@ -8,10 +8,10 @@ use toml::Spanned;
 
 use super::check::{line_of, toml_error};
 use super::plan::{
-    Ab, Load, Model, OP_COLD_START, OP_CONNECT, OP_OAUTH, Pattern, Plan, Profile, Replay, Sessions,
-    Target,
+    Ab, FindMax, Load, Model, OP_COLD_START, OP_CONNECT, OP_OAUTH, Pattern, Plan, Profile, Replay,
+    Sessions, Target, WorkItem,
 };
-use super::raw::{RawAb, RawScenario};
+use super::raw::{RawAb, RawLoad, RawScenario};
 use super::{ScenarioError, Source, load, target, workload};
 use crate::transport::TransportKind;
 
@@ -21,11 +21,54 @@ pub(crate) fn build(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ScenarioError> {
     let raw: RawScenario = toml::from_str(src.text).map_err(|e| toml_error(src, &e))?;
-    let name = raw
-        .name
+    let name = name(src, &raw)?;
+    let (target, named) = targets(src, &raw, env)?;
+    let load_raw = raw.load.as_ref().ok_or_else(|| {
+        src.error_at_key(
+            0..0,
+            "load",
+            "the [load] table is missing",
+            Some("add:\n    [load]\n    concurrency = 16\n    duration = \"30s\"".into()),
+        )
+    })?;
+    let mut load = load::load(src, load_raw)?;
+    users_keep_their_sessions(src, &target, load_raw, &load)?;
+    let Work {
+        ops,
+        workload,
+        replay,
+    } = work(src, &raw, &target, load_raw, &mut load, env)?;
+    let find_max = find_max(src, &raw, &load, replay.as_ref())?;
+    let ab = comparison(src, &raw, named, &load, find_max.is_some())?;
+    let thresholds = raw
+        .thresholds
         .as_ref()
-        .map(|n| n.get_ref().clone())
-        .unwrap_or_else(|| stem(src.name));
+        .map(|t| super::thresholds::thresholds(src, t, &ops))
+        .transpose()?
+        .unwrap_or_default();
+    let budgets = match &raw.compare {
+        Some(t) => super::budget::from_table(src, t)?,
+        None => Vec::new(),
+    };
+    let mut plan = Plan {
+        name,
+        description: raw.description.clone(),
+        target,
+        load,
+        workload,
+        ops,
+        find_max,
+        thresholds,
+        budgets,
+        ab,
+        replay,
+    };
+    share_stdio_first_calls(&mut plan, load_raw);
+    Ok(plan)
+}
+
+/// The scenario's name, which names its results directory: as written, else the file's stem.
+fn name(src: &Source<'_>, raw: &RawScenario) -> Result<String, ScenarioError> {
     if let Some(n) = &raw.name
         && (n.get_ref().trim().is_empty() || n.get_ref().contains(['/', '\\']))
     {
@@ -35,6 +78,20 @@ pub(crate) fn build(
             Some("it names the results directory, e.g. name = \"gateway-smoke\"".into()),
         ));
     }
+    Ok(raw
+        .name
+        .as_ref()
+        .map(|n| n.get_ref().clone())
+        .unwrap_or_else(|| stem(src.name)))
+}
+
+/// Where load goes: `[target]`, else the built-in server (`[embedded]`), or the first of an
+/// A/B comparison's `[[targets]]`, which come beside it (empty without a comparison).
+fn targets(
+    src: &Source<'_>,
+    raw: &RawScenario,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Target, Vec<(String, Target)>), ScenarioError> {
     if let Some(t) = raw.target.as_ref().filter(|t| t.get_ref().name.is_some()) {
         return Err(src.error_at_key(
             t.span(),
@@ -43,7 +100,7 @@ pub(crate) fn build(
             Some("remove it, or write [[targets]] entries with a name each".into()),
         ));
     }
-    let named = ab_targets(src, &raw, env)?;
+    let named = ab_targets(src, raw, env)?;
     let target = match (&raw.target, &raw.embedded) {
         _ if !named.is_empty() => named[0].1.clone(),
         (Some(t), Some(e)) => {
@@ -57,16 +114,17 @@ pub(crate) fn build(
         (Some(t), None) => Target::Remote(target::target(src, t, env)?),
         (None, e) => Target::Embedded(target::embedded(src, e.as_ref())?),
     };
-    let load_raw = raw.load.as_ref().ok_or_else(|| {
-        src.error_at_key(
-            0..0,
-            "load",
-            "the [load] table is missing",
-            Some("add:\n    [load]\n    concurrency = 16\n    duration = \"30s\"".into()),
-        )
-    })?;
-    let mut load = load::load(src, load_raw)?;
-    if let Target::Remote(r) = &target
+    Ok((target, named))
+}
+
+/// Per-user credentials (or OAuth tokens) need a session per user.
+fn users_keep_their_sessions(
+    src: &Source<'_>,
+    target: &Target,
+    load_raw: &Spanned<RawLoad>,
+    load: &Load,
+) -> Result<(), ScenarioError> {
+    if let Target::Remote(r) = target
         && (!r.credentials.is_empty() || r.oauth.is_some())
         && load.sessions == Sessions::Shared
     {
@@ -77,24 +135,29 @@ pub(crate) fn build(
             Some("sessions = \"per-vu\" (the default) or \"per-request\"".into()),
         ));
     }
-    if let (Some(r), Some(w)) = (&raw.replay, raw.workload.first()) {
-        return Err(src.error_at_key(
-            w.span(),
-            "workload",
-            "[replay] makes the workload from its trace; [[workload]] entries beside it would be ignored",
-            Some(format!("remove the [[workload]] entries, or the [replay] at line {}", line_of(src, r.span().start))),
-        ));
-    }
-    if raw.workload.is_empty() && raw.replay.is_none() {
-        return Err(src.error_at_key(
-            src.text.len()..src.text.len(),
-            "workload",
-            "no [[workload]] entries: there is nothing to send",
-            Some("add one:\n    [[workload]]\n    method = \"tools/call\"\n    tool = \"echo\"\n    arguments = { message = \"hi\" }".into()),
-        ));
-    }
+    Ok(())
+}
+
+/// What is sent: the operation registry, the workload entries, and a timed replay's scripts.
+struct Work {
+    ops: Vec<String>,
+    workload: Vec<WorkItem>,
+    replay: Option<Replay>,
+}
+
+/// The workload, as written (`[[workload]]`) or from a trace (`[replay]`, whose timed mode
+/// also sets the load), with the operations it names.
+fn work(
+    src: &Source<'_>,
+    raw: &RawScenario,
+    target: &Target,
+    load_raw: &Spanned<RawLoad>,
+    load: &mut Load,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Work, ScenarioError> {
+    workload_or_replay(src, raw)?;
     let mut ops = vec!["initialize".to_string()];
-    if matches!(&target, Target::Remote(r) if r.oauth.is_some()) {
+    if matches!(target, Target::Remote(r) if r.oauth.is_some()) {
         ops.push(OP_OAUTH.to_string());
     }
     let mut workload = Vec::with_capacity(raw.workload.len());
@@ -115,7 +178,7 @@ pub(crate) fn build(
         let got = super::replay::replay(src, r, &mut ops)?;
         workload = got.workload;
         if let Some(timing) = got.timing {
-            replay_load(src, load_raw, &mut load, &timing)?;
+            replay_load(src, load_raw, load, &timing)?;
             replay = Some(timing);
         }
     }
@@ -123,12 +186,47 @@ pub(crate) fn build(
         ops.push(OP_CONNECT.to_string());
         ops.push(OP_COLD_START.to_string());
     }
+    Ok(Work {
+        ops,
+        workload,
+        replay,
+    })
+}
+
+/// Exactly one source of requests: `[[workload]]` entries or a `[replay]`.
+fn workload_or_replay(src: &Source<'_>, raw: &RawScenario) -> Result<(), ScenarioError> {
+    if let (Some(r), Some(w)) = (&raw.replay, raw.workload.first()) {
+        return Err(src.error_at_key(
+            w.span(),
+            "workload",
+            "[replay] makes the workload from its trace; [[workload]] entries beside it would be ignored",
+            Some(format!("remove the [[workload]] entries, or the [replay] at line {}", line_of(src, r.span().start))),
+        ));
+    }
+    if raw.workload.is_empty() && raw.replay.is_none() {
+        return Err(src.error_at_key(
+            src.text.len()..src.text.len(),
+            "workload",
+            "no [[workload]] entries: there is nothing to send",
+            Some("add one:\n    [[workload]]\n    method = \"tools/call\"\n    tool = \"echo\"\n    arguments = { message = \"hi\" }".into()),
+        ));
+    }
+    Ok(())
+}
+
+/// `[find_max]`, which a timed replay does not take (its load is its trace's).
+fn find_max(
+    src: &Source<'_>,
+    raw: &RawScenario,
+    load: &Load,
+    replay: Option<&Replay>,
+) -> Result<Option<FindMax>, ScenarioError> {
     let find_max = raw
         .find_max
         .as_ref()
-        .map(|f| load::find_max(src, f, &load))
+        .map(|f| load::find_max(src, f, load))
         .transpose()?;
-    if let (Some(f), Some(r)) = (&raw.find_max, &replay) {
+    if let (Some(f), Some(r)) = (&raw.find_max, replay) {
         return Err(src.error_at_key(
             f.span(),
             "find_max",
@@ -139,59 +237,46 @@ pub(crate) fn build(
             Some("replay with mode = \"weighted\" to search under [find_max], or remove it".into()),
         ));
     }
-    let ab = match (&raw.ab, named.is_empty()) {
-        (Some(a), true) => {
-            return Err(src.error_at_key(
-                a.span(),
-                "ab",
-                "[ab] compares [[targets]], and there are none",
-                Some("add two or more:\n    [[targets]]\n    name = \"direct\"\n    url = \"http://127.0.0.1:8080/mcp\"\n    [[targets]]\n    name = \"gateway\"\n    url = \"http://127.0.0.1:9090/mcp\"".into()),
-            ));
-        }
-        (_, true) => None,
-        (a, false) => Some(ab(src, a.as_ref(), named, &load, find_max.is_some())?),
-    };
-    let thresholds = raw
-        .thresholds
-        .as_ref()
-        .map(|t| super::thresholds::thresholds(src, t, &ops))
-        .transpose()?
-        .unwrap_or_default();
-    let budgets = match &raw.compare {
-        Some(t) => super::budget::from_table(src, t)?,
-        None => Vec::new(),
-    };
-    Ok(Plan {
-        name,
-        description: raw.description.clone(),
-        target,
-        load,
-        workload,
-        ops,
-        find_max,
-        thresholds,
-        budgets,
-        ab,
-        replay,
-    })
-    .map(|mut p: Plan| {
-        // First calls race inside one server process: on stdio (a process per session) the
-        // users share one unless the scenario says otherwise.
-        if p.load.pattern == Pattern::FirstCall
-            && load_raw.get_ref().sessions.is_none()
-            && p.connection().transport == TransportKind::Stdio
-        {
-            p.load.sessions = Sessions::Shared;
-        }
-        p
-    })
+    Ok(find_max)
+}
+
+/// The A/B comparison of the `[[targets]]`, if there are any (`[ab]` alone has nothing to
+/// compare).
+fn comparison(
+    src: &Source<'_>,
+    raw: &RawScenario,
+    named: Vec<(String, Target)>,
+    load: &Load,
+    find_max: bool,
+) -> Result<Option<Ab>, ScenarioError> {
+    match (&raw.ab, named.is_empty()) {
+        (Some(a), true) => Err(src.error_at_key(
+            a.span(),
+            "ab",
+            "[ab] compares [[targets]], and there are none",
+            Some("add two or more:\n    [[targets]]\n    name = \"direct\"\n    url = \"http://127.0.0.1:8080/mcp\"\n    [[targets]]\n    name = \"gateway\"\n    url = \"http://127.0.0.1:9090/mcp\"".into()),
+        )),
+        (_, true) => Ok(None),
+        (a, false) => Ok(Some(ab(src, a.as_ref(), named, load, find_max)?)),
+    }
+}
+
+/// First calls race inside one server process: on stdio (a process per session) the users
+/// share one unless the scenario says otherwise.
+fn share_stdio_first_calls(p: &mut Plan, load_raw: &Spanned<RawLoad>) {
+    if p.load.pattern == Pattern::FirstCall
+        && load_raw.get_ref().sessions.is_none()
+        && p.connection().transport == TransportKind::Stdio
+    {
+        p.load.sessions = Sessions::Shared;
+    }
 }
 
 /// A timed replay's load: a virtual user per recorded session, for the `[load]`'s duration
 /// (an upper bound unless the replay loops).
 fn replay_load(
     src: &Source<'_>,
-    l: &Spanned<super::raw::RawLoad>,
+    l: &Spanned<RawLoad>,
     load: &mut Load,
     r: &Replay,
 ) -> Result<(), ScenarioError> {
