@@ -1,12 +1,12 @@
 //! Scenario files: TOML as written (`raw`) → a validated [`Plan`] (`plan`), with argument
 //! generators (`args`). Every error names the file, line, column and key, with a hint.
 //!
-//! The plan is built by concern: `target` (where load goes), `load` (how much, for how long,
-//! and `[find_max]`), `workload` (what is sent), `replay` (a trace as the workload);
-//! `assemble` puts them together into the plan and holds the checks that span tables. The
-//! model (`plan`) imports none of its builders. `check` holds what every check shares (the
-//! range helper, closed sets of names, key hints, "did you mean"), `locate` turns a byte
-//! offset into line, column and key. Nothing here knows the reference server: whether a tool
+//! The plan is built by concern: `target` (where load goes; its headers and credentials in
+//! `target_headers`), `load` (how much, for how long, and `[find_max]`), `workload` (what is
+//! sent), `replay` (a trace as the workload); `assemble` puts them together into the plan and
+//! holds the checks that span tables. The model (`plan`) imports none of its builders.
+//! `check` holds what every check shares (the range helper, closed sets of names, key hints,
+//! "did you mean"), `locate` turns a byte offset into line, column and key. Nothing here knows the reference server: whether a tool
 //! exists is asked of the target itself, before load (`driver::preflight`), with the
 //! [`Place`] each workload entry keeps.
 //!
@@ -25,6 +25,7 @@ pub mod raw;
 mod replay;
 pub mod shard;
 mod target;
+mod target_headers;
 pub mod thresholds;
 mod workload;
 
