@@ -415,18 +415,11 @@ impl Builder<'_> {
     fn typed_whole(&mut self, e: &str, path: &str) -> Result<Option<Gen>, ArgError> {
         match self.expr(e, path)? {
             Expr::Gen(g @ (Gen::Range { .. } | Gen::Seq(_) | Gen::Row(_))) => Ok(Some(g)),
-            Expr::Gen(Gen::Pick { raw, in_string }) => {
-                let numeric = raw.iter().all(|o| {
-                    std::str::from_utf8(o).is_ok_and(|s| {
-                        let inner = s.trim_matches('"');
-                        inner.parse::<f64>().is_ok_and(f64::is_finite)
-                            && serde_json::from_str::<serde_json::Number>(inner).is_ok()
-                    })
-                });
-                if numeric {
-                    let raw = in_string.into_iter().collect();
+            Expr::Gen(Gen::Pick { raw: _, in_string }) => {
+                // The options as written are the insides of their JSON strings.
+                if in_string.iter().all(|o| is_json_number(o)) {
                     Ok(Some(Gen::Pick {
-                        raw,
+                        raw: in_string,
                         in_string: Vec::new(),
                     }))
                 } else {
@@ -560,6 +553,14 @@ impl Builder<'_> {
 enum Expr {
     Literal(String),
     Gen(Gen),
+}
+
+/// Whether `text` is a finite JSON number (`1`, `-2.5e3`; not `NaN`, `inf`, `+1` or `0x10`).
+fn is_json_number(text: &[u8]) -> bool {
+    std::str::from_utf8(text).is_ok_and(|s| {
+        s.parse::<f64>().is_ok_and(f64::is_finite)
+            && serde_json::from_str::<serde_json::Number>(s).is_ok()
+    })
 }
 
 /// `s` escaped as the inside of a JSON string (no quotes).

@@ -21,9 +21,51 @@ const MAX_RATE: f64 = 10_000_000.0;
 const DEFAULT_RELEASE_INTERVAL: Duration = Duration::from_micros(100);
 const MAX_RELEASE_INTERVAL: Duration = Duration::from_millis(10);
 
+/// `[load]`: the model and its level over time, stop conditions, timeouts, sessions and the
+/// pattern of rounds.
 pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, ScenarioError> {
     let raw = l.get_ref();
     let open = is_open(src, raw)?;
+    let timeout = timeout(src, l)?;
+    let requests = opt_within(src, &raw.requests, 1, None, "load.requests")?;
+    let profile = profile(src, l, open, requests.is_some())?;
+    let warmup = warmup(src, l, &profile)?;
+    let (sessions, pattern) = sessions_and_pattern(src, raw, open)?;
+    let workers = opt_within(src, &raw.workers, 1, Some(1024), "load.workers")?;
+    let duration = profile.duration();
+    let (model, concurrency) = if open {
+        open_model(src, raw, profile)?
+    } else {
+        let vus = profile.max().ceil() as usize;
+        (Model::Closed { vus: profile }, vus)
+    };
+    let max_queued = match &raw.max_queued {
+        Some(q) if !open => {
+            return Err(src.error(q.span(), "`max_queued` belongs to the open model", None));
+        }
+        q => opt_within(src, q, 0, Some(10_000_000), "load.max_queued")?
+            .map_or(concurrency, |q| q as usize),
+    };
+    Ok(Load {
+        hang_after: hang_after(src, raw, pattern, timeout)?,
+        model,
+        concurrency,
+        duration,
+        requests,
+        max_queued,
+        warmup,
+        timeout,
+        think: think(src, raw)?,
+        workers: workers.map(|w| w as usize),
+        sessions,
+        pattern,
+        shard: super::shard::Shard::WHOLE,
+    })
+}
+
+/// `timeout`: 10 s unless written, at least 1 ms.
+fn timeout(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Duration, ScenarioError> {
+    let raw = l.get_ref();
     let timeout = raw
         .timeout
         .as_ref()
@@ -34,8 +76,16 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         let t = raw.timeout.as_ref().map_or(l.span(), |t| t.span());
         return Err(src.error(t, "timeout must be at least 1ms", key_hint("load.timeout")));
     }
-    let requests = opt_within(src, &raw.requests, 1, None, "load.requests")?;
-    let profile = profile(src, l, open, requests.is_some())?;
+    Ok(timeout)
+}
+
+/// `warmup`: none unless written, shorter than the run.
+fn warmup(
+    src: &Source<'_>,
+    l: &Spanned<RawLoad>,
+    profile: &Profile,
+) -> Result<Duration, ScenarioError> {
+    let raw = l.get_ref();
     let warmup = raw
         .warmup
         .as_ref()
@@ -50,6 +100,16 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
             None,
         ));
     }
+    Ok(warmup)
+}
+
+/// `sessions` and `pattern`, which constrain each other: a cold start opens a session per
+/// request, first-call rounds one per round; rounds run the closed model.
+fn sessions_and_pattern(
+    src: &Source<'_>,
+    raw: &RawLoad,
+    open: bool,
+) -> Result<(Sessions, Pattern), ScenarioError> {
     let sessions = match &raw.sessions {
         None => Sessions::PerVu,
         Some(s) => {
@@ -98,56 +158,34 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         }
         _ => sessions,
     };
-    let workers = opt_within(src, &raw.workers, 1, Some(1024), "load.workers")?;
-    let duration = profile.duration();
-    let (model, concurrency) = if open {
-        open_model(src, raw, profile)?
-    } else {
-        let vus = profile.max().ceil() as usize;
-        (Model::Closed { vus: profile }, vus)
-    };
-    let max_queued = match &raw.max_queued {
-        Some(q) if !open => {
-            return Err(src.error(q.span(), "`max_queued` belongs to the open model", None));
-        }
-        q => opt_within(src, q, 0, Some(10_000_000), "load.max_queued")?
-            .map_or(concurrency, |q| q as usize),
-    };
-    let hang_after = match &raw.hang_after {
+    Ok((sessions, pattern))
+}
+
+/// `hang_after`: above zero and shorter than the timeout; first-call rounds default to half
+/// the timeout.
+fn hang_after(
+    src: &Source<'_>,
+    raw: &RawLoad,
+    pattern: Pattern,
+    timeout: Duration,
+) -> Result<Option<Duration>, ScenarioError> {
+    let Some(h) = &raw.hang_after else {
         // A first call that deadlocks is what first_call rounds look for: without a
         // hang_after, half the timeout.
-        None if pattern == Pattern::FirstCall => Some(timeout / 2),
-        None => None,
-        Some(h) => {
-            let d = super::check::duration(src, h, "load.hang_after")?;
-            if d.is_zero() || d >= timeout {
-                return Err(src.error(
-                    h.span(),
-                    format!(
-                        "hang_after must be above zero and shorter than the timeout ({})",
-                        mcpbench_knobs::format_duration(timeout)
-                    ),
-                    key_hint("load.hang_after"),
-                ));
-            }
-            Some(d)
-        }
+        return Ok((pattern == Pattern::FirstCall).then(|| timeout / 2));
     };
-    Ok(Load {
-        hang_after,
-        model,
-        concurrency,
-        duration,
-        requests,
-        max_queued,
-        warmup,
-        timeout,
-        think: think(src, raw)?,
-        workers: workers.map(|w| w as usize),
-        sessions,
-        pattern,
-        shard: super::shard::Shard::WHOLE,
-    })
+    let d = duration(src, h, "load.hang_after")?;
+    if d.is_zero() || d >= timeout {
+        return Err(src.error(
+            h.span(),
+            format!(
+                "hang_after must be above zero and shorter than the timeout ({})",
+                mcpbench_knobs::format_duration(timeout)
+            ),
+            key_hint("load.hang_after"),
+        ));
+    }
+    Ok(Some(d))
 }
 
 /// The model, and no key that belongs to the other one (a mistake, not something to ignore).
@@ -399,60 +437,13 @@ pub(super) fn find_max(
     load: &Load,
 ) -> Result<FindMax, ScenarioError> {
     let raw = f.get_ref();
-    let positive = |v: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ScenarioError> {
-        match v {
-            Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
-                let name = key.rsplit('.').next().unwrap_or(key);
-                Err(src.error(x.span(), format!("{name} must be a positive number"), None))
-            }
-            v => Ok(v.as_ref().map(|x| *x.get_ref())),
-        }
-    };
     let default_start = match &load.model {
         Model::Open { rate, .. } => rate.max(),
         Model::Closed { vus } => vus.max(),
     };
-    let start = positive(&raw.start, "find_max.start")?.unwrap_or(default_start);
-    let added = positive(&raw.step, "find_max.step")?;
-    // Fixed increments imply stepping; otherwise the adaptive search.
-    let search = match &raw.search {
-        Some(v) => {
-            let options = [("adaptive", Search::Adaptive), ("step", Search::Step)];
-            one_of(src, v, "search", "find_max.search", &options)?
-        }
-        None if added.is_some() => Search::Step,
-        None => Search::Adaptive,
-    };
-    if let (Search::Adaptive, Some(v)) = (search, &raw.step) {
-        return Err(src.error(
-            v.span(),
-            "the adaptive search grows by a factor and then bisects: step (added) is for search = \"step\"",
-            Some("use factor = 2 (the default), or search = \"step\"".into()),
-        ));
-    }
-    let step = match (added, positive(&raw.factor, "find_max.factor")?) {
-        (Some(_), Some(_)) => {
-            return Err(src.error_at_key(
-                f.span(),
-                "find_max",
-                "give either step (added) or factor (multiplied), not both",
-                None,
-            ));
-        }
-        (Some(s), None) => Step::Add(s),
-        (None, Some(x)) if x > 1.0 => Step::Multiply(x),
-        (None, Some(_)) => {
-            return Err(src.error_at_key(
-                f.span(),
-                "find_max.factor",
-                "factor must be greater than 1",
-                None,
-            ));
-        }
-        (None, None) if search == Search::Adaptive => Step::Multiply(2.0),
-        (None, None) => Step::Multiply(1.5),
-    };
-    let max = positive(&raw.max, "find_max.max")?.unwrap_or(start * 1000.0);
+    let start = positive(src, &raw.start, "find_max.start")?.unwrap_or(default_start);
+    let (search, step) = search_and_step(src, f)?;
+    let max = positive(src, &raw.max, "find_max.max")?.unwrap_or(start * 1000.0);
     if max < start {
         return Err(src.error_at_key(f.span(), "find_max.max", "max is below start", None));
     }
@@ -467,24 +458,7 @@ pub(super) fn find_max(
         None => step_duration * 3,
     };
     if search == Search::Step {
-        for (key, v) in [
-            ("precision", raw.precision.as_ref().map(|v| v.span())),
-            (
-                "confirm_duration",
-                raw.confirm_duration.as_ref().map(|v| v.span()),
-            ),
-        ] {
-            if let Some(span) = v {
-                return Err(src.error(
-                    span,
-                    format!("{key} belongs to the adaptive search, not to search = \"step\""),
-                    Some(
-                        "remove it, or set search = \"adaptive\" (and factor instead of step)"
-                            .into(),
-                    ),
-                ));
-            }
-        }
+        no_adaptive_keys(src, raw)?;
     }
     let p99 = raw
         .p99
@@ -511,6 +485,90 @@ pub(super) fn find_max(
         p99,
         error_rate,
     })
+}
+
+/// A `[find_max]` number that must be positive, if written.
+fn positive(
+    src: &Source<'_>,
+    v: &Option<Spanned<f64>>,
+    key: &str,
+) -> Result<Option<f64>, ScenarioError> {
+    match v {
+        Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
+            let name = key.rsplit('.').next().unwrap_or(key);
+            Err(src.error(x.span(), format!("{name} must be a positive number"), None))
+        }
+        v => Ok(v.as_ref().map(|x| *x.get_ref())),
+    }
+}
+
+/// How `[find_max]` searches and steps: fixed increments (`step`) imply stepping, a factor
+/// the adaptive search (the default, ×2; ×1.5 when stepping).
+fn search_and_step(
+    src: &Source<'_>,
+    f: &Spanned<RawFindMax>,
+) -> Result<(Search, Step), ScenarioError> {
+    let raw = f.get_ref();
+    let added = positive(src, &raw.step, "find_max.step")?;
+    // Fixed increments imply stepping; otherwise the adaptive search.
+    let search = match &raw.search {
+        Some(v) => {
+            let options = [("adaptive", Search::Adaptive), ("step", Search::Step)];
+            one_of(src, v, "search", "find_max.search", &options)?
+        }
+        None if added.is_some() => Search::Step,
+        None => Search::Adaptive,
+    };
+    if let (Search::Adaptive, Some(v)) = (search, &raw.step) {
+        return Err(src.error(
+            v.span(),
+            "the adaptive search grows by a factor and then bisects: step (added) is for search = \"step\"",
+            Some("use factor = 2 (the default), or search = \"step\"".into()),
+        ));
+    }
+    let step = match (added, positive(src, &raw.factor, "find_max.factor")?) {
+        (Some(_), Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max",
+                "give either step (added) or factor (multiplied), not both",
+                None,
+            ));
+        }
+        (Some(s), None) => Step::Add(s),
+        (None, Some(x)) if x > 1.0 => Step::Multiply(x),
+        (None, Some(_)) => {
+            return Err(src.error_at_key(
+                f.span(),
+                "find_max.factor",
+                "factor must be greater than 1",
+                None,
+            ));
+        }
+        (None, None) if search == Search::Adaptive => Step::Multiply(2.0),
+        (None, None) => Step::Multiply(1.5),
+    };
+    Ok((search, step))
+}
+
+/// `search = "step"` takes none of the adaptive search's keys.
+fn no_adaptive_keys(src: &Source<'_>, raw: &RawFindMax) -> Result<(), ScenarioError> {
+    for (key, v) in [
+        ("precision", raw.precision.as_ref().map(|v| v.span())),
+        (
+            "confirm_duration",
+            raw.confirm_duration.as_ref().map(|v| v.span()),
+        ),
+    ] {
+        if let Some(span) = v {
+            return Err(src.error(
+                span,
+                format!("{key} belongs to the adaptive search, not to search = \"step\""),
+                Some("remove it, or set search = \"adaptive\" (and factor instead of step)".into()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! Scenario files: TOML as written (`raw`) → a validated [`Plan`] (`plan`), with argument
 //! generators (`args`). Every error names the file, line, column and key, with a hint.
 //!
-//! The plan is built by concern: `target` (where load goes), `load` (how much, for how long,
-//! and `[find_max]`), `workload` (what is sent); `check` holds what every check shares (the
-//! range helper, closed sets of names, key hints, "did you mean"), `locate` turns a byte
-//! offset into line, column and key. Nothing here knows the reference server: whether a tool
+//! The plan is built by concern: `target` (where load goes; its headers and credentials in
+//! `target_headers`), `load` (how much, for how long, and `[find_max]`), `workload` (what is
+//! sent), `replay` (a trace as the workload); `assemble` puts them together into the plan and
+//! holds the checks that span tables. The model (`plan`) imports none of its builders.
+//! `check` holds what every check shares (the range helper, closed sets of names, key hints,
+//! "did you mean"), `locate` turns a byte offset into line, column and key. Nothing here knows the reference server: whether a tool
 //! exists is asked of the target itself, before load (`driver::preflight`), with the
 //! [`Place`] each workload entry keeps.
 //!
@@ -12,6 +14,7 @@
 //! file's TOML before the same checks run; their errors name the flag.
 
 pub mod args;
+mod assemble;
 pub mod budget;
 mod check;
 mod load;
@@ -22,6 +25,7 @@ pub mod raw;
 mod replay;
 pub mod shard;
 mod target;
+mod target_headers;
 pub mod thresholds;
 mod workload;
 
@@ -170,7 +174,7 @@ pub fn parse(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ScenarioError> {
-    plan::build(&Source { name, text }, env)
+    assemble::build(&Source { name, text }, env)
 }
 
 /// The diagnostic a scenario text (file `t.toml`, empty environment) is refused with.

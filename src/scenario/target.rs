@@ -1,7 +1,5 @@
 //! `[target]` (a server or gateway to load) and `[embedded]` (the built-in reference server's
-//! options when there is no target).
-
-use std::collections::BTreeMap;
+//! options when there is no target). Headers and per-user credentials are `target_headers`'.
 
 use toml::Spanned;
 
@@ -9,13 +7,12 @@ use super::args::expand_env;
 use super::check::{duration, key_hint, one_of, opt_within};
 use super::plan::{Connection, Credential, Embedded, OAuth, ProtocolChoice, Remote, Scheme, Url};
 use super::raw::{RawEmbedded, RawOAuth, RawTarget, RawTls};
+use super::target_headers::{credentials, headers};
 use super::{ScenarioError, Source};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::{Revision, UnknownRevision};
 use crate::transport::net::Trust;
-use crate::transport::{
-    CommandSpec, RESERVED_HEADERS, TransportKind, header_name_ok, header_value_ok,
-};
+use crate::transport::{CommandSpec, TransportKind};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -26,18 +23,7 @@ pub(super) fn target(
     env: Env<'_>,
 ) -> Result<Remote, ScenarioError> {
     let raw = t.get_ref();
-    let urls = match &raw.url {
-        Some(u) => {
-            let list = u.get_ref().urls();
-            if list.is_empty() {
-                return Err(src.error(u.span(), "target.url lists no URL", key_hint("target.url")));
-            }
-            list.into_iter()
-                .map(|s| parse_url(s).map_err(|m| src.error(u.span(), m, key_hint("target.url"))))
-                .collect::<Result<Vec<_>, _>>()?
-        }
-        None => Vec::new(),
-    };
+    let urls = urls(src, raw)?;
     let url = urls.first().cloned();
     let transport = transport_of(src, t, url.as_ref())?;
     let command = if transport == TransportKind::Stdio {
@@ -46,162 +32,19 @@ pub(super) fn target(
         network_url_fits(src, t, transport, url.as_ref())?;
         None
     };
-    let protocols = match &raw.protocol {
-        Some(p) => p
-            .get_ref()
-            .urls()
-            .into_iter()
-            .map(|one| {
-                protocol_choice(
-                    src,
-                    &Spanned::new(p.span(), one.to_string()),
-                    "target.protocol",
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        None => vec![default_protocol(transport)],
-    };
-    let protocol = *protocols.first().ok_or_else(|| {
-        src.error_at_key(
-            t.span(),
-            "target.protocol",
-            "target.protocol lists no revision",
-            None,
-        )
-    })?;
-    // Several: mixed clients, virtual user i speaking revisions[i mod n].
-    let revisions: Vec<Revision> = if protocols.len() > 1 {
-        let at = raw.protocol.as_ref().map_or(t.span(), |p| p.span());
-        let fixed = protocols
-            .iter()
-            .map(|p| match p {
-                ProtocolChoice::Fixed(r) => Ok(*r),
-                ProtocolChoice::Auto => Err(src.error(
-                    at.clone(),
-                    "a list of revisions names each one: \"auto\" is not one",
-                    Some("protocol = [\"2025-11-25\", \"2026-07-28\"]".into()),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if !raw.credentials.is_empty() || raw.credentials_file.is_some() || raw.oauth.is_some() {
-            return Err(src.error(
-                at,
-                "mixed revisions give each group of users its own row, as credentials do: use one or the other",
-                None,
-            ));
-        }
-        fixed
-    } else {
-        Vec::new()
-    };
+    let (protocol, revisions) = revisions(src, t, transport)?;
     let http2 = match &raw.http {
         Some(h) => http_version(src, h, "target.http", transport)?,
         None => false,
     };
-    let tls_url = url.as_ref().is_some_and(|u| u.scheme.is_tls());
-    let identity = match &raw.tls {
-        Some(tls) if tls_url => identity(src, tls.get_ref())?,
-        _ => None,
-    };
-    let trust = match &raw.tls {
-        None => Trust::System,
-        Some(tls) if tls_url => trust(src, tls.get_ref())?,
-        Some(tls) => {
-            return Err(src.error_at_key(
-                tls.span(),
-                "target.tls",
-                "[target.tls] applies to https:// and wss:// targets",
-                None,
-            ));
-        }
-    };
+    let (trust, identity) = tls(src, raw, url.as_ref())?;
     let headers = headers(src, &raw.headers, env)?;
     let credentials = credentials(src, raw, env)?;
-    if transport == TransportKind::Stdio && !credentials.is_empty() {
-        let at = raw
-            .credentials_file
-            .as_ref()
-            .map(|f| f.span())
-            .or(raw.credentials.first().map(|c| c.span()))
-            .unwrap_or(t.span());
-        return Err(src.error(
-            at,
-            "credentials are HTTP headers: a stdio server takes its credentials from `env`",
-            Some("remove them, or measure the server over HTTP".into()),
-        ));
-    }
-    if transport == TransportKind::Stdio && !headers.is_empty() {
-        return Err(src.error_at_key(
-            t.span(),
-            "target.headers",
-            "stdio targets take credentials from `env`, not headers",
-            None,
-        ));
-    }
-    let timing = match &raw.timing_header {
-        None => None,
-        Some(v) if transport != TransportKind::StreamableHttp => {
-            return Err(src.error(
-                v.span(),
-                "a timing header is read from each request's HTTP response: only Streamable HTTP has one per request",
-                Some("remove timing_header, or measure through a Streamable HTTP endpoint".into()),
-            ));
-        }
-        Some(v) => Some(crate::transport::TimingHeader::parse(v.get_ref()).map_err(|m| {
-            src.error(
-                v.span(),
-                m,
-                Some("e.g. timing_header = \"x-envoy-upstream-service-time\", or \"server-timing:upstream\"".into()),
-            )
-        })?),
-    };
-    if urls.len() > 1 {
-        let at = raw.url.as_ref().map_or(t.span(), |u| u.span());
-        if transport != TransportKind::StreamableHttp {
-            return Err(src.error(
-                at,
-                "several URLs are replicas that each request is spread over: Streamable HTTP only",
-                Some("give one URL for this transport".into()),
-            ));
-        }
-        if urls.iter().any(|u| u.scheme != urls[0].scheme) {
-            return Err(src.error(at, "the replicas' URLs mix http:// and https://", None));
-        }
-    }
-    let replicas = if urls.len() > 1 { urls } else { Vec::new() };
-    let oauth = raw.oauth.as_ref().map(|o| oauth(src, o, env)).transpose()?;
-    if let Some(o) = &raw.oauth {
-        if transport != TransportKind::StreamableHttp {
-            return Err(src.error_at_key(
-                o.span(),
-                "target.oauth",
-                "OAuth tokens are sent per HTTP request: only Streamable HTTP targets take them",
-                Some("remove [target.oauth], or measure through a Streamable HTTP endpoint".into()),
-            ));
-        }
-        if !credentials.is_empty() {
-            return Err(src.error_at_key(
-                o.span(),
-                "target.oauth",
-                "[target.oauth] and target.credentials both say who the users are: keep one",
-                None,
-            ));
-        }
-    }
-    let tool_prefix = match &raw.tool_prefix {
-        None => None,
-        Some(p) if p.get_ref().is_empty() || p.get_ref().contains(char::is_whitespace) => {
-            return Err(src.error(
-                p.span(),
-                "tool_prefix must be non-empty and hold no whitespace",
-                Some(
-                    "e.g. tool_prefix = \"upstream__\" for a gateway that lists upstream__echo"
-                        .into(),
-                ),
-            ));
-        }
-        Some(p) => Some(p.get_ref().clone()),
-    };
+    stdio_sends_no_headers(src, t, transport, &headers, &credentials)?;
+    let timing = timing_header(src, raw, transport)?;
+    let replicas = replicas(src, t, transport, urls)?;
+    let oauth = target_oauth(src, raw, transport, &credentials, env)?;
+    let tool_prefix = tool_prefix(src, raw)?;
     let pids = match &raw.pid {
         None => Vec::new(),
         Some(p) => pids(src, p)?,
@@ -225,6 +68,236 @@ pub(super) fn target(
         timing,
         credentials,
     })
+}
+
+/// `target.url`: one URL, or a list of them (replicas).
+fn urls(src: &Source<'_>, raw: &RawTarget) -> Result<Vec<Url>, ScenarioError> {
+    let Some(u) = &raw.url else {
+        return Ok(Vec::new());
+    };
+    let list = u.get_ref().urls();
+    if list.is_empty() {
+        return Err(src.error(u.span(), "target.url lists no URL", key_hint("target.url")));
+    }
+    list.into_iter()
+        .map(|s| parse_url(s).map_err(|m| src.error(u.span(), m, key_hint("target.url"))))
+        .collect()
+}
+
+/// `target.protocol`: the revision to speak (the transport's default when none is named),
+/// and, when several are listed, the revisions of mixed clients (virtual user `i` speaking
+/// `revisions[i mod n]`; empty otherwise).
+fn revisions(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    transport: TransportKind,
+) -> Result<(ProtocolChoice, Vec<Revision>), ScenarioError> {
+    let raw = t.get_ref();
+    let protocols = match &raw.protocol {
+        Some(p) => p
+            .get_ref()
+            .urls()
+            .into_iter()
+            .map(|one| {
+                protocol_choice(
+                    src,
+                    &Spanned::new(p.span(), one.to_string()),
+                    "target.protocol",
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![default_protocol(transport)],
+    };
+    let protocol = *protocols.first().ok_or_else(|| {
+        src.error_at_key(
+            t.span(),
+            "target.protocol",
+            "target.protocol lists no revision",
+            None,
+        )
+    })?;
+    if protocols.len() <= 1 {
+        return Ok((protocol, Vec::new()));
+    }
+    let at = raw.protocol.as_ref().map_or(t.span(), |p| p.span());
+    let fixed = protocols
+        .iter()
+        .map(|p| match p {
+            ProtocolChoice::Fixed(r) => Ok(*r),
+            ProtocolChoice::Auto => Err(src.error(
+                at.clone(),
+                "a list of revisions names each one: \"auto\" is not one",
+                Some("protocol = [\"2025-11-25\", \"2026-07-28\"]".into()),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if !raw.credentials.is_empty() || raw.credentials_file.is_some() || raw.oauth.is_some() {
+        return Err(src.error(
+            at,
+            "mixed revisions give each group of users its own row, as credentials do: use one or the other",
+            None,
+        ));
+    }
+    Ok((protocol, fixed))
+}
+
+/// `[target.tls]` of an https:// or wss:// target: how its certificate is checked, and the
+/// client certificate to present.
+fn tls(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    url: Option<&Url>,
+) -> Result<(Trust, Option<crate::transport::net::IdentityFiles>), ScenarioError> {
+    let tls_url = url.is_some_and(|u| u.scheme.is_tls());
+    let identity = match &raw.tls {
+        Some(tls) if tls_url => identity(src, tls.get_ref())?,
+        _ => None,
+    };
+    let trust = match &raw.tls {
+        None => Trust::System,
+        Some(tls) if tls_url => trust(src, tls.get_ref())?,
+        Some(tls) => {
+            return Err(src.error_at_key(
+                tls.span(),
+                "target.tls",
+                "[target.tls] applies to https:// and wss:// targets",
+                None,
+            ));
+        }
+    };
+    Ok((trust, identity))
+}
+
+/// A stdio server takes its credentials from `env`: neither credentials nor headers.
+fn stdio_sends_no_headers(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    transport: TransportKind,
+    headers: &[(String, String)],
+    credentials: &[Credential],
+) -> Result<(), ScenarioError> {
+    if transport != TransportKind::Stdio {
+        return Ok(());
+    }
+    let raw = t.get_ref();
+    if !credentials.is_empty() {
+        let at = raw
+            .credentials_file
+            .as_ref()
+            .map(|f| f.span())
+            .or(raw.credentials.first().map(|c| c.span()))
+            .unwrap_or(t.span());
+        return Err(src.error(
+            at,
+            "credentials are HTTP headers: a stdio server takes its credentials from `env`",
+            Some("remove them, or measure the server over HTTP".into()),
+        ));
+    }
+    if !headers.is_empty() {
+        return Err(src.error_at_key(
+            t.span(),
+            "target.headers",
+            "stdio targets take credentials from `env`, not headers",
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// `timing_header`: the response header carrying the server's own timing (Streamable HTTP).
+fn timing_header(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    transport: TransportKind,
+) -> Result<Option<crate::transport::TimingHeader>, ScenarioError> {
+    match &raw.timing_header {
+        None => Ok(None),
+        Some(v) if transport != TransportKind::StreamableHttp => Err(src.error(
+            v.span(),
+            "a timing header is read from each request's HTTP response: only Streamable HTTP has one per request",
+            Some("remove timing_header, or measure through a Streamable HTTP endpoint".into()),
+        )),
+        Some(v) => Ok(Some(crate::transport::TimingHeader::parse(v.get_ref()).map_err(|m| {
+            src.error(
+                v.span(),
+                m,
+                Some("e.g. timing_header = \"x-envoy-upstream-service-time\", or \"server-timing:upstream\"".into()),
+            )
+        })?)),
+    }
+}
+
+/// Several URLs are replicas that requests are spread over (Streamable HTTP, one scheme);
+/// one URL is no replica (empty).
+fn replicas(
+    src: &Source<'_>,
+    t: &Spanned<RawTarget>,
+    transport: TransportKind,
+    urls: Vec<Url>,
+) -> Result<Vec<Url>, ScenarioError> {
+    if urls.len() <= 1 {
+        return Ok(Vec::new());
+    }
+    let at = t.get_ref().url.as_ref().map_or(t.span(), |u| u.span());
+    if transport != TransportKind::StreamableHttp {
+        return Err(src.error(
+            at,
+            "several URLs are replicas that each request is spread over: Streamable HTTP only",
+            Some("give one URL for this transport".into()),
+        ));
+    }
+    if urls.iter().any(|u| u.scheme != urls[0].scheme) {
+        return Err(src.error(at, "the replicas' URLs mix http:// and https://", None));
+    }
+    Ok(urls)
+}
+
+/// `[target.oauth]`, on a Streamable HTTP target whose users are not named by credentials.
+fn target_oauth(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    transport: TransportKind,
+    credentials: &[Credential],
+    env: Env<'_>,
+) -> Result<Option<OAuth>, ScenarioError> {
+    let Some(o) = &raw.oauth else {
+        return Ok(None);
+    };
+    let parsed = oauth(src, o, env)?;
+    if transport != TransportKind::StreamableHttp {
+        return Err(src.error_at_key(
+            o.span(),
+            "target.oauth",
+            "OAuth tokens are sent per HTTP request: only Streamable HTTP targets take them",
+            Some("remove [target.oauth], or measure through a Streamable HTTP endpoint".into()),
+        ));
+    }
+    if !credentials.is_empty() {
+        return Err(src.error_at_key(
+            o.span(),
+            "target.oauth",
+            "[target.oauth] and target.credentials both say who the users are: keep one",
+            None,
+        ));
+    }
+    Ok(Some(parsed))
+}
+
+/// `tool_prefix`: non-empty, no whitespace.
+fn tool_prefix(src: &Source<'_>, raw: &RawTarget) -> Result<Option<String>, ScenarioError> {
+    match &raw.tool_prefix {
+        None => Ok(None),
+        Some(p) if p.get_ref().is_empty() || p.get_ref().contains(char::is_whitespace) => Err(src
+            .error(
+                p.span(),
+                "tool_prefix must be non-empty and hold no whitespace",
+                Some(
+                    "e.g. tool_prefix = \"upstream__\" for a gateway that lists upstream__echo"
+                        .into(),
+                ),
+            )),
+        Some(p) => Ok(Some(p.get_ref().clone())),
+    }
 }
 
 /// `pid = 1234` or `pid = [1234, 1240]`: positive integers, each once.
@@ -418,50 +491,6 @@ fn trust(src: &Source<'_>, t: &RawTls) -> Result<Trust, ScenarioError> {
     }
 }
 
-/// Extra headers: valid names, none that mcpbench sets itself, values expanded from the
-/// environment and free of line breaks.
-fn headers(
-    src: &Source<'_>,
-    raw: &BTreeMap<String, Spanned<String>>,
-    env: Env<'_>,
-) -> Result<Vec<(String, String)>, ScenarioError> {
-    let mut out = Vec::with_capacity(raw.len());
-    for (name, value) in raw {
-        if !header_name_ok(name) {
-            return Err(src.error(
-                value.span(),
-                format!("`{name}` is not a valid header name"),
-                None,
-            ));
-        }
-        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-            return Err(src.error(
-                value.span(),
-                format!("header `{name}` is set by mcpbench itself"),
-                Some("remove it; mcpbench sends it as the protocol requires".into()),
-            ));
-        }
-        let v = expand_env(value.get_ref(), env).map_err(|e| {
-            src.error(
-                value.span(),
-                e.message,
-                Some("export the variable before running, e.g. MCP_TOKEN=… mcpbench run …".into()),
-            )
-        })?;
-        if !header_value_ok(&v) {
-            return Err(src.error(
-                value.span(),
-                format!(
-                    "the value of header `{name}` contains a line break or another control character"
-                ),
-                Some("header values are one line of printable text (tabs allowed)".into()),
-            ));
-        }
-        out.push((name.clone(), v));
-    }
-    Ok(out)
-}
-
 /// `[target.oauth]`: the token endpoint and the client's credentials (from the environment).
 fn oauth(src: &Source<'_>, o: &Spanned<RawOAuth>, env: Env<'_>) -> Result<OAuth, ScenarioError> {
     let raw = o.get_ref();
@@ -518,121 +547,6 @@ fn oauth(src: &Source<'_>, o: &Spanned<RawOAuth>, env: Env<'_>) -> Result<OAuth,
             None => std::time::Duration::from_secs(10),
         },
     })
-}
-
-/// `credentials` (inline tables) or `credentials_file` (JSON Lines, relative to the scenario):
-/// a tenant and a bearer `token` or `headers` each, values expanded from the environment.
-fn credentials(
-    src: &Source<'_>,
-    raw: &RawTarget,
-    env: Env<'_>,
-) -> Result<Vec<Credential>, ScenarioError> {
-    let mut out = Vec::new();
-    for c in &raw.credentials {
-        let rc = c.get_ref();
-        let tenant = rc.tenant.as_ref().ok_or_else(|| {
-            src.error(
-                c.span(),
-                "every credential names its tenant",
-                Some("tenant = \"acme\"".into()),
-            )
-        })?;
-        let mut headers = headers(src, &rc.headers, env)?;
-        if let Some(token) = &rc.token {
-            let mut one = BTreeMap::new();
-            one.insert(
-                "Authorization".to_string(),
-                Spanned::new(token.span(), format!("Bearer {}", token.get_ref())),
-            );
-            headers.extend(self::headers(src, &one, env)?);
-        }
-        if headers.is_empty() {
-            return Err(src.error(
-                c.span(),
-                "a credential needs a token or headers",
-                Some(
-                    "token = \"${ACME_TOKEN}\", or headers = { \"X-Api-Key\" = \"${ACME_KEY}\" }"
-                        .into(),
-                ),
-            ));
-        }
-        out.push(Credential {
-            tenant: tenant.get_ref().clone(),
-            headers,
-        });
-    }
-    if let Some(f) = &raw.credentials_file {
-        if !raw.credentials.is_empty() {
-            return Err(src.error(
-                f.span(),
-                "credentials inline and from a file: give one or the other",
-                None,
-            ));
-        }
-        let base = std::path::Path::new(src.name)
-            .parent()
-            .unwrap_or(std::path::Path::new("."));
-        let path = base.join(f.get_ref());
-        let bad = |m: String| {
-            src.error(f.span(), m, Some("one JSON object per line: {\"tenant\": \"acme\", \"token\": \"…\"} or {\"tenant\": \"acme\", \"headers\": {\"X-Api-Key\": \"…\"}}".into()))
-        };
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            // The line's contents are secrets: errors name the line, never its text.
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-                bad(format!(
-                    "{} line {}: not JSON (at column {})",
-                    path.display(),
-                    i + 1,
-                    e.column()
-                ))
-            })?;
-            let tenant = v["tenant"]
-                .as_str()
-                .ok_or_else(|| bad(format!("{} line {}: no \"tenant\"", path.display(), i + 1)))?;
-            let mut headers = Vec::new();
-            if let Some(t) = v["token"].as_str() {
-                headers.push(("Authorization".to_string(), format!("Bearer {t}")));
-            }
-            if let Some(h) = v["headers"].as_object() {
-                for (k, val) in h {
-                    let val = val.as_str().ok_or_else(|| {
-                        bad(format!(
-                            "{} line {}: header {k} is not a string",
-                            path.display(),
-                            i + 1
-                        ))
-                    })?;
-                    headers.push((k.clone(), val.to_string()));
-                }
-            }
-            let clean = headers.iter().all(|(k, v)| {
-                header_name_ok(k)
-                    && !RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str())
-                    && header_value_ok(v)
-            });
-            if headers.is_empty() || !clean {
-                return Err(bad(format!(
-                    "{} line {}: a token or headers (no reserved names, no line breaks) are needed",
-                    path.display(),
-                    i + 1
-                )));
-            }
-            out.push(Credential {
-                tenant: tenant.to_string(),
-                headers,
-            });
-        }
-        if out.is_empty() {
-            return Err(bad(format!("{}: no credentials in it", path.display())));
-        }
-    }
-    Ok(out)
 }
 
 /// `[embedded]`: transport, revision and HTTP version of the client, response mode, catalog
@@ -806,26 +720,24 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::refusal;
+    use super::{Scheme, parse_url};
 
-    /// A header value with a line break or another control character would let the value
-    /// write a header (or garble a log line) of its own: refused, named by key and line.
     #[test]
-    fn header_values_with_control_characters_are_refused() {
-        for value in [
-            r"a\r\nX-Injected: 1",
-            r"a\nb",
-            r"esc\u001b[31m",
-            r"nul\u0000",
-            r"del\u007f",
-        ] {
-            let text = format!(
-                "[target]\nurl = \"http://localhost:8080/mcp\"\nheaders = {{ X-Key = \"{value}\" }}\n[[workload]]\nmethod = \"tools/list\"\n"
-            );
-            let d = refusal(&text);
-            assert_eq!(d.key, "target.headers.X-Key", "{value}: {d}");
-            assert_eq!(d.line, 3, "{value}: {d}");
-            assert!(d.message.contains("control character"), "{value}: {d}");
-        }
+    fn urls_parse() {
+        let u = parse_url("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str(), u.scheme),
+            ("127.0.0.1", 8080, "/mcp", Scheme::Http)
+        );
+        assert_eq!(parse_url("https://localhost").unwrap().port, 443);
+        assert_eq!(parse_url("wss://h/ws").unwrap().scheme, Scheme::Wss);
+        let u = parse_url("http://[::1]:9/x?y=1").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("[::1]", 9, "/x?y=1")
+        );
+        assert!(parse_url("http://u:p@h/").is_err());
+        assert!(parse_url("http://h:99999/").is_err());
+        assert!(parse_url("ftp://h/").is_err());
     }
 }
