@@ -188,7 +188,12 @@ fn the_gateway_probe_and_init_reach_servers_through_the_client() {
             continue;
         }
         let c = code(&f);
-        for connector in ["MuxSession", "StdioConnector", "WsConnector", "SseConnector"] {
+        for connector in [
+            "MuxSession",
+            "StdioConnector",
+            "WsConnector",
+            "SseConnector",
+        ] {
             assert!(
                 !c.contains(connector),
                 "src/{rel} picks a session type itself ({connector}): use crate::client::sessions"

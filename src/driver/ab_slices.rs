@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::findmax::at_level;
 use super::{RunError, RunOptions, run};
 use crate::report::ab::{AbLevel, AbReport, Slice};
 use crate::scenario::Plan;
@@ -70,9 +69,7 @@ pub fn ab(
                     ab.pairs,
                     so_far(&report, &lv)
                 );
-                let mut p = at_level(&plan, level, ab.slice);
-                p.target = target.clone();
-                p.ab = None;
+                let p = plan.for_target(target).at_level(level, ab.slice);
                 let slice_opts = RunOptions {
                     output: Some(slice_dir.clone()),
                     label: Some(label),
@@ -207,23 +204,25 @@ fn same_tools(
     type Schemas = Vec<(String, Option<Value>)>;
     let mut first: Option<(&str, Schemas)> = None;
     for (name, target) in targets {
-        let mut p = plan.clone();
-        p.target = target.clone();
-        p.ab = None;
+        let p = plan.for_target(target);
         let checked = super::check(&p, opts, &rt)?;
         let prefix = match target {
             crate::scenario::Target::Remote(r) => r.tool_prefix.clone().unwrap_or_default(),
             _ => String::new(),
         };
+        // The workload's tools as written (the operations), and as this target lists them.
         let schemas: Schemas = plan
             .workload
             .iter()
-            .filter_map(|w| match &w.method {
-                crate::scenario::plan::Method::ToolsCall { tool } => Some(tool.clone()),
+            .zip(&p.workload)
+            .filter_map(|(written, here)| match (&written.method, &here.method) {
+                (
+                    crate::scenario::plan::Method::ToolsCall { tool },
+                    crate::scenario::plan::Method::ToolsCall { tool: listed },
+                ) => Some((tool.clone(), listed.clone())),
                 _ => None,
             })
-            .map(|tool| {
-                let listed = format!("{prefix}{tool}");
+            .map(|(tool, listed)| {
                 let schema = checked
                     .preflight
                     .tools

@@ -11,13 +11,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::{RunError, RunOptions, run};
 use crate::report::Summary;
 use crate::report::sweep::{self, FindMaxReport, Stage, StepResult};
 use crate::scenario::Plan;
-use crate::scenario::plan::{FindMax, Model, Profile, Search, Step};
+use crate::scenario::plan::{FindMax, Model, Search, Step};
 
 /// At most this many steps, whatever the search (a bound on a misconfigured search's time);
 /// the report says when a search stopped there.
@@ -210,32 +209,6 @@ impl Searcher {
     }
 }
 
-/// The plan of one step: a constant level for the step's duration.
-pub(super) fn at_level(plan: &Plan, level: f64, duration: Duration) -> Plan {
-    let mut p = plan.clone();
-    p.find_max = None;
-    p.load.duration = duration;
-    p.load.warmup = (duration / 5).min(Duration::from_secs(2));
-    p.load.requests = None;
-    p.load.model = match &plan.load.model {
-        Model::Open {
-            arrival, release, ..
-        } => Model::Open {
-            rate: Profile::constant(level, duration),
-            arrival: *arrival,
-            release: *release,
-        },
-        Model::Closed { .. } => {
-            let vus = level.round().max(1.0);
-            p.load.concurrency = vus as usize;
-            Model::Closed {
-                vus: Profile::constant(vus, duration),
-            }
-        }
-    };
-    p
-}
-
 /// Runs the search; results under `<dir>/step-NN/`, the sweep in `<dir>/findmax.json`,
 /// `report.md` and `report.html`.
 pub fn find_max(
@@ -295,7 +268,7 @@ pub fn find_max(
             Stage::Confirm => fm.confirm_duration,
         };
         let out = run(
-            Arc::new(at_level(&plan, level, duration)),
+            Arc::new(plan.at_level(level, duration)),
             &step_opts,
             interrupt.clone(),
         )?;
@@ -349,6 +322,7 @@ pub fn find_max(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn fm(search: Search, start: f64, step: Step) -> FindMax {
         FindMax {

@@ -223,7 +223,6 @@ pub fn check(
     opts: &RunOptions,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
-    let plan = &*with_tool_prefix(plan);
     let workers = workers_for(plan, opts);
     let needs = limits::needs(plan, workers);
     limits::Machine::read().check(&needs, limits::per_session(plan))?;
@@ -300,37 +299,6 @@ pub(crate) fn parent_dir(plan: &Plan, opts: &RunOptions, kind: &str) -> Result<P
     Ok(dir)
 }
 
-/// The plan with its target's `tool_prefix` applied to the workload's tool names (and cleared,
-/// so applying it again changes nothing); operation names stay as written.
-fn with_tool_prefix(plan: &Plan) -> std::borrow::Cow<'_, Plan> {
-    let crate::scenario::Target::Remote(r) = &plan.target else {
-        return std::borrow::Cow::Borrowed(plan);
-    };
-    let Some(prefix) = r.tool_prefix.clone() else {
-        return std::borrow::Cow::Borrowed(plan);
-    };
-    let mut p = plan.clone();
-    if let crate::scenario::Target::Remote(r) = &mut p.target {
-        r.tool_prefix = None;
-    }
-    for item in &mut p.workload {
-        if let crate::scenario::plan::Method::ToolsCall { tool } = &mut item.method {
-            tool.insert_str(0, &prefix);
-        }
-        if let Some(e) = &mut item.expect {
-            let names = e
-                .tools
-                .iter_mut()
-                .flatten()
-                .chain(e.tenant_tools.iter_mut().flat_map(|(_, v)| v.iter_mut()));
-            for name in names {
-                name.insert_str(0, &prefix);
-            }
-        }
-    }
-    std::borrow::Cow::Owned(p)
-}
-
 pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
     client::runtime().map_err(RunError::Runtime)
 }
@@ -344,10 +312,6 @@ pub fn run(
     interrupt: Interrupt,
 ) -> Result<RunOutput, RunError> {
     let rt = runtime()?;
-    let plan = match with_tool_prefix(&plan) {
-        std::borrow::Cow::Owned(p) => Arc::new(p),
-        std::borrow::Cow::Borrowed(_) => plan,
-    };
     let prepared = stages::prepare(&plan, opts, &rt, &interrupt)?;
     let started = stages::start(&plan, opts, prepared)?;
     let loaded = stages::load(&rt, started, &interrupt, opts.grace);

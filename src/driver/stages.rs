@@ -55,11 +55,7 @@ pub(super) fn prepare(
     interrupt: &Interrupt,
 ) -> Result<(Prepared, Streams), RunError> {
     let checked = check(plan, opts, rt)?;
-    // Operation 0 is the session opening: `initialize`, or `server/discover` for 2026-07-28.
-    let mut ops = plan.ops.clone();
-    if !checked.preflight.revision.has_handshake() {
-        ops[0] = "server/discover".into();
-    }
+    let ops = plan.ops_for(checked.preflight.revision);
     // The target is ready: agree on the start with the other shards (if any).
     let agreed = start::agree(&opts.start, plan.load.shard, &|| interrupt.is_requested())?;
     let (started_wall, start_at, late) = start::schedule(

@@ -64,6 +64,7 @@ pub(crate) fn build(
         replay,
     };
     share_stdio_first_calls(&mut plan, load_raw);
+    super::derived::apply_tool_prefix(&mut plan);
     Ok(plan)
 }
 

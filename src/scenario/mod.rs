@@ -17,6 +17,7 @@ pub mod args;
 mod assemble;
 pub mod budget;
 mod check;
+mod derived;
 mod load;
 mod locate;
 pub mod overrides;
@@ -89,6 +90,25 @@ pub enum ScenarioError {
     },
     #[error("{0}")]
     Invalid(Box<Diagnostic>),
+    /// `--shard I/N` of a scenario that cannot be split.
+    #[error("{file}: {reason}")]
+    Unsplittable { file: String, reason: String },
+}
+
+/// The finished plan of a scenario file as a run takes it: the command line's overrides
+/// applied before the same checks as the file's values, then the shard's share taken
+/// (`--shard I/N`). Nothing after this edits the plan.
+pub fn load_finished(
+    path: &Path,
+    overrides: &[Override],
+    shard: Shard,
+) -> Result<Plan, ScenarioError> {
+    load_with(path, overrides)?
+        .sharded(shard)
+        .map_err(|reason| ScenarioError::Unsplittable {
+            file: path.display().to_string(),
+            reason,
+        })
 }
 
 impl fmt::Display for Diagnostic {
