@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use crate::protocol::jsonrpc::Codec;
 use crate::protocol::version::Revision;
-use crate::scenario::plan::{Remote, Url};
+use crate::scenario::plan::Remote;
 use crate::transport::net::{IdentityFiles, NetTarget, TlsClient, Trust};
+use crate::transport::url::Url;
 use crate::transport::{Endpoint, TransportKind};
 
 /// Largest response or event accepted from a server.

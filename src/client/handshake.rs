@@ -10,8 +10,8 @@ use super::failure::{PreflightError, describe, refusal};
 use super::listing::list_tools;
 use super::sessions::{OnSession, on_session};
 use crate::metrics::outcome::Outcome;
+use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
-use crate::scenario::ProtocolChoice;
 use crate::transport::{Endpoint, Session};
 
 /// The least time a session opening gets (connecting, TLS, launching a process, the

@@ -27,11 +27,11 @@ use crate::client::sessions::{Opening, Sharing, WithSessions, claim_or_wait, wit
 use crate::client::{describe, failure_text};
 use crate::metrics::outcome::Outcome;
 use crate::protocol::mcp;
+use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
-use crate::scenario::ProtocolChoice;
-use crate::scenario::parse_url;
 use crate::server::proxy::{ProxiedTool, Proxy, ProxyError, ProxyFuture};
 use crate::transport::net::Trust;
+use crate::transport::url::parse_url;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
 
 /// Separates an upstream's name from its tools' names.

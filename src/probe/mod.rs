@@ -24,10 +24,9 @@ use crate::client::{describe, list_tools};
 use crate::metrics::outcome::Outcome;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
-use crate::scenario::parse_url;
-use crate::scenario::plan::Scheme;
 use crate::transport::net::{NetTarget, TlsClient, Trust};
 use crate::transport::streamable_http::HttpSession;
+use crate::transport::url::{Scheme, parse_url};
 use crate::transport::{CallSpec, Endpoint, Session, TransportKind};
 
 /// The environment variable the conformance suite names its scenario in.

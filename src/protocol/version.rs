@@ -89,6 +89,24 @@ impl FromStr for Revision {
     }
 }
 
+/// Which protocol revision to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    /// Offer (handshake era) or use (2026-07-28) this revision.
+    Fixed(Revision),
+    /// Probe `server/discover`; fall back to `initialize` with the newest handshake revision.
+    Auto,
+}
+
+impl std::fmt::Display for ProtocolChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolChoice::Fixed(r) => r.fmt(f),
+            ProtocolChoice::Auto => f.write_str("auto"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

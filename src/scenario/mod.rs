@@ -34,6 +34,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
+pub use crate::transport::url::parse_url;
 pub use check::closest;
 pub use overrides::{Override, load_with};
 pub use plan::{
@@ -41,7 +42,6 @@ pub use plan::{
     Target, WorkItem,
 };
 pub use shard::Shard;
-pub use target::parse_url;
 pub use thresholds::{Threshold, Thresholds};
 
 /// A problem at a place in a scenario file.

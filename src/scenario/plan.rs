@@ -132,23 +132,8 @@ pub enum Target {
     Remote(Remote),
 }
 
-/// Which protocol revision to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProtocolChoice {
-    /// Offer (handshake era) or use (2026-07-28) this revision.
-    Fixed(Revision),
-    /// Probe `server/discover`; fall back to `initialize` with the newest handshake revision.
-    Auto,
-}
-
-impl std::fmt::Display for ProtocolChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProtocolChoice::Fixed(r) => r.fmt(f),
-            ProtocolChoice::Auto => f.write_str("auto"),
-        }
-    }
-}
+pub use crate::protocol::version::ProtocolChoice;
+pub use crate::transport::url::{Scheme, Url};
 
 /// How the client talks to the server, embedded or remote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,33 +168,6 @@ impl Default for Embedded {
             backend: mcpbench_knobs::Knobs::default(),
         }
     }
-}
-
-/// URL schemes of network targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
-    Ws,
-    Wss,
-}
-
-impl Scheme {
-    pub fn is_tls(self) -> bool {
-        matches!(self, Scheme::Https | Scheme::Wss)
-    }
-}
-
-/// A parsed target URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Url {
-    /// As written (for reports; URLs never carry secrets — headers do).
-    pub text: String,
-    pub scheme: Scheme,
-    pub host: String,
-    pub port: u16,
-    /// Path and query.
-    pub path: String,
 }
 
 /// An external target.

@@ -23,6 +23,7 @@ pub mod net;
 pub mod sse_decoder;
 pub mod stdio_client;
 pub mod streamable_http;
+pub mod url;
 pub mod ws_client;
 pub mod ws_frames;
 
