@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::escape::esc;
 use super::read_back::RunFiles;
 use super::svg::{Chart, Series, line_chart};
 use super::text::{describe_load, ms, outcomes_line};
@@ -442,14 +443,6 @@ pub fn markdown(doc: &[Block]) -> String {
         }
     }
     out
-}
-
-/// Text made safe for HTML, SVG and XML (content and attribute values).
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// One self-contained HTML page: inline CSS, inline SVG, nothing fetched.

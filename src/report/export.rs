@@ -4,8 +4,9 @@
 
 use std::fmt::Write;
 
-use super::document::esc as xml;
-use super::summary::{Errors, Latency, Operation, Summary, ThresholdResult};
+use super::escape::esc as xml;
+pub use super::summary::Figures;
+use super::summary::{Latency, Summary};
 
 /// Escapes a Prometheus label value.
 fn label(v: &str) -> String {
@@ -21,37 +22,6 @@ fn value(v: f64) -> String {
     }
     let s = format!("{v:.9}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// What the Prometheus text shows: a finished run's summary, or a running one's live view.
-#[derive(Debug, Clone, Copy)]
-pub struct Figures<'a> {
-    pub scenario: &'a str,
-    pub operations: &'a [Operation],
-    /// Ok responses per second, the workload's operations together.
-    pub throughput: f64,
-    /// The error rate and its parts (the summary's `errors`).
-    pub errors: Errors,
-    pub dropped: u64,
-    pub cpu_us_per_request: Option<f64>,
-    pub thresholds: &'a [ThresholdResult],
-    /// A running test: requests in flight and seconds since the start.
-    pub running: Option<(u64, f64)>,
-}
-
-impl<'a> From<&'a Summary> for Figures<'a> {
-    fn from(s: &'a Summary) -> Self {
-        Figures {
-            scenario: &s.scenario.name,
-            operations: &s.operations,
-            throughput: s.totals.throughput,
-            errors: s.errors,
-            dropped: s.totals.dropped,
-            cpu_us_per_request: s.generator.cpu_us_per_request,
-            thresholds: &s.thresholds,
-            running: None,
-        }
-    }
 }
 
 /// Prometheus text format (version 0.0.4) of a finished run.

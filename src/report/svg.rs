@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::document::esc;
+use super::escape::esc;
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
