@@ -12,6 +12,7 @@ pub mod export;
 pub mod files;
 pub mod live;
 pub mod merge;
+mod plots;
 pub mod read_back;
 pub mod spectrum;
 pub mod summary;
