@@ -4,8 +4,10 @@
 
 use std::fmt::Write;
 
+use super::escape::esc;
+use super::plots::plots;
 use super::read_back::RunFiles;
-use super::svg::{Chart, Series, line_chart};
+use super::summary::{Latency, Operation, Summary};
 use super::text::{describe_load, ms, outcomes_line};
 
 /// One piece of a report.
@@ -25,7 +27,34 @@ pub enum Block {
 /// The report's content.
 pub fn document(run: &RunFiles) -> Vec<Block> {
     let s = &run.summary;
-    let mut doc = vec![Block::Heading(format!("mcpbench: {}", s.scenario.name))];
+    let mut doc = vec![
+        Block::Heading(format!("mcpbench: {}", s.scenario.name)),
+        about(s),
+    ];
+    if !s.thresholds.is_empty() {
+        doc.push(Block::Heading("Thresholds".into()));
+        doc.push(thresholds(s));
+    }
+    operations(s, &mut doc);
+    doc.push(Block::Heading("Generator and sessions".into()));
+    doc.push(generator_and_sessions(s));
+    if !s.shards.is_empty() {
+        doc.push(Block::Heading("Merged runs, each on its own".into()));
+        doc.push(Block::List(
+            s.shards.iter().map(super::text::health_line).collect(),
+        ));
+    }
+    if !s.notes.is_empty() {
+        doc.push(Block::Heading("Notes".into()));
+        doc.push(Block::List(s.notes.clone()));
+    }
+    doc.push(Block::Heading("Plots".into()));
+    doc.extend(plots(run).into_iter().map(Block::Chart));
+    doc
+}
+
+/// What ran: when, against which target, under which load, for how long.
+fn about(s: &Summary) -> Block {
     let mut about = vec![
         format!("started {} · mcpbench {}", s.started_at, s.mcpbench_version),
         format!(
@@ -59,41 +88,47 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     if let Some(sh) = &s.shard {
         about.push(super::text::shard_line(sh));
     }
-    doc.push(Block::List(about));
-    if !s.thresholds.is_empty() {
-        doc.push(Block::Heading("Thresholds".into()));
-        doc.push(Block::Table {
-            head: vec![
-                "result".into(),
-                "threshold".into(),
-                "condition".into(),
-                "measured".into(),
-            ],
-            rows: s
-                .thresholds
-                .iter()
-                .map(|t| {
-                    vec![
-                        match (t.passed, s.shard.is_some()) {
-                            (true, false) => "held",
-                            (false, false) => "BREACHED",
-                            (true, true) => "held on this shard's share",
-                            (false, true) => "not on this shard's share",
-                        }
-                        .into(),
-                        t.name.clone(),
-                        t.condition.clone(),
-                        match (t.value, t.unit.as_str()) {
-                            (None, _) => "nothing measured".into(),
-                            (Some(v), "ms") => ms(v),
-                            (Some(v), "") => format!("{:.3} %", v * 100.0),
-                            (Some(v), u) => format!("{v:.1}{u}"),
-                        },
-                    ]
-                })
-                .collect(),
-        });
+    Block::List(about)
+}
+
+/// Each threshold: held or breached (on a shard: on its share), its condition, the measured
+/// value.
+fn thresholds(s: &Summary) -> Block {
+    Block::Table {
+        head: vec![
+            "result".into(),
+            "threshold".into(),
+            "condition".into(),
+            "measured".into(),
+        ],
+        rows: s
+            .thresholds
+            .iter()
+            .map(|t| {
+                vec![
+                    match (t.passed, s.shard.is_some()) {
+                        (true, false) => "held",
+                        (false, false) => "BREACHED",
+                        (true, true) => "held on this shard's share",
+                        (false, true) => "not on this shard's share",
+                    }
+                    .into(),
+                    t.name.clone(),
+                    t.condition.clone(),
+                    match (t.value, t.unit.as_str()) {
+                        (None, _) => "nothing measured".into(),
+                        (Some(v), "ms") => ms(v),
+                        (Some(v), "") => format!("{:.3} %", v * 100.0),
+                        (Some(v), u) => format!("{v:.1}{u}"),
+                    },
+                ]
+            })
+            .collect(),
     }
+}
+
+/// The operations (and tenants) table, their details, the total and the errors.
+fn operations(s: &Summary, doc: &mut Vec<Block>) {
     doc.push(Block::Heading("Operations".into()));
     doc.push(op_table(
         "operation",
@@ -128,7 +163,11 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
         "{}.",
         super::text::errors_line(&s.errors).replacen("errors", "Errors", 1)
     )));
-    doc.push(Block::Heading("Generator and sessions".into()));
+}
+
+/// The generator's health and the sessions: workers and CPU, sessions and connections,
+/// open-loop drops and lateness, the start, the target's processes.
+fn generator_and_sessions(s: &Summary) -> Block {
     let g = &s.generator;
     let mut health = vec![
         format!(
@@ -149,7 +188,7 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     if s.load.model == "open" {
         health.push(format!(
             "open loop: {} arrivals dropped; release lateness {}",
-            t.dropped,
+            s.totals.dropped,
             g.lateness.as_ref().map_or("-".into(), |l| format!(
                 "p50 {} p99 {} max {}",
                 ms(l.p50_ms),
@@ -162,26 +201,12 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
         health.push(super::text::start_line(st));
     }
     health.extend(s.target_processes.iter().map(super::text::target_line));
-    doc.push(Block::List(health));
-    if !s.shards.is_empty() {
-        doc.push(Block::Heading("Merged runs, each on its own".into()));
-        doc.push(Block::List(
-            s.shards.iter().map(super::text::health_line).collect(),
-        ));
-    }
-    if !s.notes.is_empty() {
-        doc.push(Block::Heading("Notes".into()));
-        doc.push(Block::List(s.notes.clone()));
-    }
-    charts(run, &mut doc);
-    doc
+    Block::List(health)
 }
 
 /// The per-operation table (or per-tenant: `first` names the first column).
-fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a super::summary::Operation>) -> Block {
-    let lat = |l: Option<&super::summary::Latency>, f: fn(&super::summary::Latency) -> f64| {
-        l.map_or("-".into(), |l| ms(f(l)))
-    };
+fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a Operation>) -> Block {
+    let lat = |l: Option<&Latency>, f: fn(&Latency) -> f64| l.map_or("-".into(), |l| ms(f(l)));
     Block::Table {
         head: [
             first, "requests", "ok/s", "p50", "p90", "p95", "p99", "p99.9", "max", "outcomes",
@@ -205,188 +230,6 @@ fn op_table<'a>(first: &str, ops: impl Iterator<Item = &'a super::summary::Opera
                 ]
             })
             .collect(),
-    }
-}
-
-pub(crate) fn latency_label(ms_value: f64) -> String {
-    ms(ms_value)
-}
-
-pub(crate) fn rate_label(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.0}k", v / 1000.0)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-/// The plots: latency spectrum per operation, throughput, latency and failures over time,
-/// open-loop lateness and drops.
-fn charts(run: &RunFiles, doc: &mut Vec<Block>) {
-    doc.push(Block::Heading("Plots".into()));
-    // Spectrum: x in "nines" (p90 = 1, p99 = 2…), the maximum half a step past p99.999.
-    let nines = |p: f64| {
-        if p >= 100.0 {
-            5.5
-        } else {
-            -(1.0 - p / 100.0).log10()
-        }
-    };
-    let spectrum = Chart {
-        title: "Latency spectrum of ok responses, per operation (log scale)",
-        x_label: "percentile",
-        y_label: "latency",
-        log_y: true,
-        x_ticks: Some(vec![
-            (0.0, "min".into()),
-            (nines(50.0), "p50".into()),
-            (1.0, "p90".into()),
-            (2.0, "p99".into()),
-            (3.0, "p99.9".into()),
-            (4.0, "p99.99".into()),
-            (5.0, "p99.999".into()),
-            (5.5, "max".into()),
-        ]),
-        y_format: latency_label,
-        series: run
-            .spectra
-            .iter()
-            .map(|(op, pts)| Series {
-                name: op.clone(),
-                points: pts
-                    .iter()
-                    .map(|(p, us)| (nines(*p), (*us).max(1) as f64 / 1000.0))
-                    .collect(),
-            })
-            .collect(),
-    };
-    doc.push(Block::Chart(line_chart(&spectrum)));
-    let t = run.column("t_end_s");
-    let measured: Vec<bool> = run.phases.iter().map(|p| p == "measured").collect();
-    let over_time = |col: &str, scale: f64| -> Vec<(f64, f64)> {
-        t.iter()
-            .zip(run.column(col))
-            .zip(&measured)
-            .filter(|(_, m)| **m)
-            .map(|((x, y), _)| (*x, *y * scale))
-            .collect()
-    };
-    let per_second = |col: &str| -> Vec<(f64, f64)> {
-        let starts = run.column("t_start_s");
-        t.iter()
-            .zip(starts)
-            .zip(run.column(col))
-            .zip(&measured)
-            .filter(|(_, m)| **m)
-            .map(|(((end, start), v), _)| (*end, v / (end - start).max(1e-3)))
-            .collect()
-    };
-    doc.push(Block::Chart(line_chart(&Chart {
-        title: "Throughput over time (measured intervals)",
-        x_label: "seconds since start",
-        y_label: "per second",
-        log_y: false,
-        x_ticks: None,
-        y_format: rate_label,
-        series: vec![
-            Series {
-                name: "ok/s".into(),
-                points: over_time("ok_per_s", 1.0),
-            },
-            Series {
-                name: "errors/s".into(),
-                points: per_second("errors"),
-            },
-        ],
-    })));
-    let positive = |v: Vec<(f64, f64)>| v.into_iter().filter(|p| p.1 > 0.0).collect();
-    doc.push(Block::Chart(line_chart(&Chart {
-        title: "Latency over time: p50 and p99 of ok responses per interval (log scale)",
-        x_label: "seconds since start",
-        y_label: "latency",
-        log_y: true,
-        x_ticks: None,
-        y_format: latency_label,
-        series: vec![
-            Series {
-                name: "p50".into(),
-                points: positive(over_time("p50_ms", 1.0)),
-            },
-            Series {
-                name: "p99".into(),
-                points: positive(over_time("p99_ms", 1.0)),
-            },
-            Series {
-                name: "p99.9".into(),
-                points: positive(over_time("p999_ms", 1.0)),
-            },
-        ],
-    })));
-    doc.push(Block::Chart(line_chart(&Chart {
-        title: "Outcomes over time: requests ended per interval",
-        x_label: "seconds since start",
-        y_label: "requests",
-        log_y: false,
-        x_ticks: None,
-        y_format: rate_label,
-        series: vec![
-            Series {
-                name: "ok".into(),
-                points: over_time("ok", 1.0),
-            },
-            Series {
-                name: "errors".into(),
-                points: over_time("errors", 1.0),
-            },
-            Series {
-                name: "dropped".into(),
-                points: over_time("dropped", 1.0),
-            },
-        ],
-    })));
-    if !run.summary.target_processes.is_empty() {
-        doc.push(Block::Chart(line_chart(&Chart {
-            title: "The target's processes: CPU time per interval and resident memory",
-            x_label: "seconds since start",
-            y_label: "CPU ms / memory MB",
-            log_y: false,
-            x_ticks: None,
-            y_format: rate_label,
-            series: vec![
-                Series {
-                    name: "target CPU ms".into(),
-                    points: over_time("target_cpu_ms", 1.0),
-                },
-                Series {
-                    name: "generator CPU ms".into(),
-                    points: over_time("cpu_ms", 1.0),
-                },
-                Series {
-                    name: "target memory MB".into(),
-                    points: over_time("target_rss_mb", 1.0),
-                },
-            ],
-        })));
-    }
-    if run.summary.load.model == "open" {
-        doc.push(Block::Chart(line_chart(&Chart {
-            title: "Open loop: the generator's release lateness p99 and dropped arrivals",
-            x_label: "seconds since start",
-            y_label: "lateness p99 (ms) / dropped",
-            log_y: false,
-            x_ticks: None,
-            y_format: rate_label,
-            series: vec![
-                Series {
-                    name: "lateness p99 ms".into(),
-                    points: over_time("late_p99_ms", 1.0),
-                },
-                Series {
-                    name: "dropped".into(),
-                    points: over_time("dropped", 1.0),
-                },
-            ],
-        })));
     }
 }
 
@@ -442,14 +285,6 @@ pub fn markdown(doc: &[Block]) -> String {
         }
     }
     out
-}
-
-/// Text made safe for HTML, SVG and XML (content and attribute values).
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// One self-contained HTML page: inline CSS, inline SVG, nothing fetched.

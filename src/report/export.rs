@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use super::document::esc as xml;
+use super::escape::esc as xml;
+pub use super::summary::Figures;
 use super::summary::{Errors, Latency, Operation, Summary, ThresholdResult};
 
 /// Escapes a Prometheus label value.
@@ -23,37 +24,6 @@ fn value(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// What the Prometheus text shows: a finished run's summary, or a running one's live view.
-#[derive(Debug, Clone, Copy)]
-pub struct Figures<'a> {
-    pub scenario: &'a str,
-    pub operations: &'a [Operation],
-    /// Ok responses per second, the workload's operations together.
-    pub throughput: f64,
-    /// The error rate and its parts (the summary's `errors`).
-    pub errors: Errors,
-    pub dropped: u64,
-    pub cpu_us_per_request: Option<f64>,
-    pub thresholds: &'a [ThresholdResult],
-    /// A running test: requests in flight and seconds since the start.
-    pub running: Option<(u64, f64)>,
-}
-
-impl<'a> From<&'a Summary> for Figures<'a> {
-    fn from(s: &'a Summary) -> Self {
-        Figures {
-            scenario: &s.scenario.name,
-            operations: &s.operations,
-            throughput: s.totals.throughput,
-            errors: s.errors,
-            dropped: s.totals.dropped,
-            cpu_us_per_request: s.generator.cpu_us_per_request,
-            thresholds: &s.thresholds,
-            running: None,
-        }
-    }
-}
-
 /// Prometheus text format (version 0.0.4) of a finished run.
 pub fn prometheus(s: &Summary) -> String {
     prometheus_of(&Figures::from(s))
@@ -62,18 +32,143 @@ pub fn prometheus(s: &Summary) -> String {
 /// Prometheus text format (version 0.0.4), one family per metric, every sample labelled with
 /// the scenario.
 pub fn prometheus_of(s: &Figures) -> String {
-    let sc = label(s.scenario);
-    let mut out = String::new();
-    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    let mut p = Exposition {
+        out: String::new(),
+        scenario: label(s.scenario),
+    };
+    p.family(
+        "mcpbench_requests_total",
+        "counter",
+        "Requests ended in the measured window, by operation and outcome class.",
+        ended(s.operations),
+    );
+    p.latency(s.operations);
+    p.family(
+        "mcpbench_throughput_ok_per_second",
+        "gauge",
+        "Ok responses per second of the measured window.",
+        s.operations
+            .iter()
+            .filter(|o| o.started > 0)
+            .map(|o| (op(&o.name), o.throughput))
+            .chain(std::iter::once((String::new(), s.throughput)))
+            .collect(),
+    );
+    p.family(
+        "mcpbench_error_ratio",
+        "gauge",
+        "Calls that did not do their job (workload requests and session openings; tool errors, JSON-RPC errors, transport and protocol failures, wrong answers) over calls judged; with kind, each part.",
+        error_ratios(&s.errors),
+    );
+    p.family(
+        "mcpbench_dropped_arrivals_total",
+        "counter",
+        "Open loop: arrivals not sent because max_in_flight requests were in flight.",
+        vec![(String::new(), s.dropped as f64)],
+    );
+    if let Some((in_flight, elapsed)) = s.running {
+        p.family(
+            "mcpbench_in_flight_requests",
+            "gauge",
+            "Requests in flight at the end of the last interval.",
+            vec![(String::new(), in_flight as f64)],
+        );
+        p.family(
+            "mcpbench_elapsed_seconds",
+            "gauge",
+            "Time covered by the intervals merged so far.",
+            vec![(String::new(), elapsed)],
+        );
+    }
+    if let Some(c) = s.cpu_us_per_request {
+        p.family(
+            "mcpbench_generator_cpu_seconds_per_request",
+            "gauge",
+            "The generator's worker CPU time per request started.",
+            vec![(String::new(), c / 1e6)],
+        );
+    }
+    if !s.thresholds.is_empty() {
+        p.family(
+            "mcpbench_threshold_passed",
+            "gauge",
+            "1 when the threshold held, 0 when it was breached.",
+            threshold_results(s.thresholds),
+        );
+    }
+    p.out
+}
+
+/// The Prometheus text being written: families of one scenario's samples.
+struct Exposition {
+    out: String,
+    /// The scenario, escaped as a label value.
+    scenario: String,
+}
+
+impl Exposition {
+    /// One family: its help and type, then each sample (labels beside the scenario's, value).
+    fn family(&mut self, name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>) {
+        let sc = &self.scenario;
+        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for (labels, v) in samples {
             let sep = if labels.is_empty() { "" } else { "," };
-            let _ = writeln!(out, "{name}{{scenario=\"{sc}\"{sep}{labels}}} {}", value(v));
+            let _ = writeln!(
+                self.out,
+                "{name}{{scenario=\"{sc}\"{sep}{labels}}} {}",
+                value(v)
+            );
         }
-    };
-    let op = |name: &str| format!("operation=\"{}\"", label(name));
+    }
+
+    /// The latency of ok responses as a summary family: quantile samples, then _sum and
+    /// _count under the same name.
+    fn latency(&mut self, ops: &[Operation]) {
+        let mut quantiles = Vec::new();
+        let mut sums = Vec::new();
+        let mut counts = Vec::new();
+        for o in ops {
+            if let Some(l) = &o.latency {
+                let q =
+                    |p: &str, ms: f64| (format!("{},quantile=\"{p}\"", op(&o.name)), ms / 1000.0);
+                quantiles.extend([
+                    q("0.5", l.p50_ms),
+                    q("0.9", l.p90_ms),
+                    q("0.95", l.p95_ms),
+                    q("0.99", l.p99_ms),
+                    q("0.999", l.p999_ms),
+                    q("1", l.max_ms),
+                ]);
+                sums.push((op(&o.name), l.mean_ms / 1000.0 * l.count as f64));
+                counts.push((op(&o.name), l.count as f64));
+            }
+        }
+        let sc = &self.scenario;
+        let _ = writeln!(
+            self.out,
+            "# HELP mcpbench_latency_seconds Latency of ok responses (exact quantiles from HdrHistograms).\n# TYPE mcpbench_latency_seconds summary"
+        );
+        for (suffix, samples) in [("", quantiles), ("_sum", sums), ("_count", counts)] {
+            for (labels, v) in samples {
+                let _ = writeln!(
+                    self.out,
+                    "mcpbench_latency_seconds{suffix}{{scenario=\"{sc}\",{labels}}} {}",
+                    value(v)
+                );
+            }
+        }
+    }
+}
+
+/// An operation's label.
+fn op(name: &str) -> String {
+    format!("operation=\"{}\"", label(name))
+}
+
+/// Requests ended per operation and outcome class (classes with none left out).
+fn ended(ops: &[Operation]) -> Vec<(String, f64)> {
     let mut ended = Vec::new();
-    for o in s.operations {
+    for o in ops {
         let oc = &o.outcomes;
         let mut add = |class: &str, n: u64| {
             if n > 0 {
@@ -95,129 +190,40 @@ pub fn prometheus_of(s: &Figures) -> String {
         add("cancelled", oc.cancelled);
         add("local", oc.local.values().sum());
     }
-    family(
-        "mcpbench_requests_total",
-        "counter",
-        "Requests ended in the measured window, by operation and outcome class.",
-        ended,
-    );
-    let mut quantiles = Vec::new();
-    let mut sums = Vec::new();
-    let mut counts = Vec::new();
-    for o in s.operations {
-        if let Some(l) = &o.latency {
-            let q = |p: &str, ms: f64| (format!("{},quantile=\"{p}\"", op(&o.name)), ms / 1000.0);
-            quantiles.extend([
-                q("0.5", l.p50_ms),
-                q("0.9", l.p90_ms),
-                q("0.95", l.p95_ms),
-                q("0.99", l.p99_ms),
-                q("0.999", l.p999_ms),
-                q("1", l.max_ms),
-            ]);
-            sums.push((op(&o.name), l.mean_ms / 1000.0 * l.count as f64));
-            counts.push((op(&o.name), l.count as f64));
-        }
-    }
-    // A summary family: quantile samples, then _sum and _count under the same name.
-    let _ = writeln!(
-        out,
-        "# HELP mcpbench_latency_seconds Latency of ok responses (exact quantiles from HdrHistograms).\n# TYPE mcpbench_latency_seconds summary"
-    );
-    for (suffix, samples) in [("", quantiles), ("_sum", sums), ("_count", counts)] {
-        for (labels, v) in samples {
-            let _ = writeln!(
-                out,
-                "mcpbench_latency_seconds{suffix}{{scenario=\"{sc}\",{labels}}} {}",
-                value(v)
-            );
-        }
-    }
-    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, v) in samples {
-            let sep = if labels.is_empty() { "" } else { "," };
-            let _ = writeln!(out, "{name}{{scenario=\"{sc}\"{sep}{labels}}} {}", value(v));
-        }
-    };
-    family(
-        "mcpbench_throughput_ok_per_second",
-        "gauge",
-        "Ok responses per second of the measured window.",
-        s.operations
-            .iter()
-            .filter(|o| o.started > 0)
-            .map(|o| (op(&o.name), o.throughput))
-            .chain(std::iter::once((String::new(), s.throughput)))
-            .collect(),
-    );
-    let e = &s.errors;
-    family(
-        "mcpbench_error_ratio",
-        "gauge",
-        "Calls that did not do their job (workload requests and session openings; tool errors, JSON-RPC errors, transport and protocol failures, wrong answers) over calls judged; with kind, each part.",
-        std::iter::once((String::new(), e.rate))
-            .chain(
-                [
-                    ("tool", e.tool),
-                    ("rpc", e.rpc),
-                    ("protocol", e.protocol),
-                    ("wrong_answer", e.wrong_answer),
-                    ("session_opening", e.session_opening),
-                ]
-                .map(|(k, v)| (format!("kind=\"{k}\""), v)),
+    ended
+}
+
+/// The error rate, then each of its parts labelled with its kind.
+fn error_ratios(e: &Errors) -> Vec<(String, f64)> {
+    std::iter::once((String::new(), e.rate))
+        .chain(
+            [
+                ("tool", e.tool),
+                ("rpc", e.rpc),
+                ("protocol", e.protocol),
+                ("wrong_answer", e.wrong_answer),
+                ("session_opening", e.session_opening),
+            ]
+            .map(|(k, v)| (format!("kind=\"{k}\""), v)),
+        )
+        .collect()
+}
+
+/// 1 or 0 per threshold, labelled with its name and condition.
+fn threshold_results(thresholds: &[ThresholdResult]) -> Vec<(String, f64)> {
+    thresholds
+        .iter()
+        .map(|t| {
+            (
+                format!(
+                    "threshold=\"{}\",condition=\"{}\"",
+                    label(&t.name),
+                    label(&t.condition)
+                ),
+                if t.passed { 1.0 } else { 0.0 },
             )
-            .collect(),
-    );
-    family(
-        "mcpbench_dropped_arrivals_total",
-        "counter",
-        "Open loop: arrivals not sent because max_in_flight requests were in flight.",
-        vec![(String::new(), s.dropped as f64)],
-    );
-    if let Some((in_flight, elapsed)) = s.running {
-        family(
-            "mcpbench_in_flight_requests",
-            "gauge",
-            "Requests in flight at the end of the last interval.",
-            vec![(String::new(), in_flight as f64)],
-        );
-        family(
-            "mcpbench_elapsed_seconds",
-            "gauge",
-            "Time covered by the intervals merged so far.",
-            vec![(String::new(), elapsed)],
-        );
-    }
-    if let Some(c) = s.cpu_us_per_request {
-        family(
-            "mcpbench_generator_cpu_seconds_per_request",
-            "gauge",
-            "The generator's worker CPU time per request started.",
-            vec![(String::new(), c / 1e6)],
-        );
-    }
-    if !s.thresholds.is_empty() {
-        family(
-            "mcpbench_threshold_passed",
-            "gauge",
-            "1 when the threshold held, 0 when it was breached.",
-            s.thresholds
-                .iter()
-                .map(|t| {
-                    (
-                        format!(
-                            "threshold=\"{}\",condition=\"{}\"",
-                            label(&t.name),
-                            label(&t.condition)
-                        ),
-                        if t.passed { 1.0 } else { 0.0 },
-                    )
-                })
-                .collect(),
-        );
-    }
-    out
+        })
+        .collect()
 }
 
 /// JUnit XML: one test suite for the run, a test case per threshold, per accounting check and

@@ -10,7 +10,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::summary::{self, Errors, LoadInfo, Operation, Outcomes, Sessions, TargetInfo, Totals};
+pub use super::spectrum::SPECTRUM;
+use super::spectrum::points;
+use super::summary::{
+    self, Errors, Figures, LoadInfo, Operation, Outcomes, Sessions, TargetInfo, Totals,
+};
 use crate::metrics::collector::IntervalSnapshot;
 use crate::metrics::grid::Phase;
 use crate::metrics::outcome::OutcomeCounts;
@@ -24,12 +28,6 @@ pub const HISTORY: usize = 1800;
 
 /// Error lines kept (the most recently seen distinct ones).
 pub const ERROR_LINES: usize = 8;
-
-/// Percentiles of the latency spectrum (0 is the minimum, 100 the maximum), in the dashboard
-/// and the reports alike.
-pub const SPECTRUM: [f64; 12] = [
-    0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
-];
 
 /// Upper bounds (µs) of the fixed latency buckets a watcher exports (`--otlp-endpoint`'s
 /// explicit-bucket histograms): 1-2.5-5 steps from 25 µs to 60 s, so every run's (and every
@@ -310,8 +308,8 @@ impl Live {
     }
 
     /// What a Prometheus scrape of the running test shows.
-    pub fn figures(&self) -> super::export::Figures<'_> {
-        super::export::Figures {
+    pub fn figures(&self) -> Figures<'_> {
+        Figures {
             scenario: &self.header.scenario,
             operations: &self.ops,
             throughput: self.totals.throughput,
@@ -372,15 +370,4 @@ fn spectrum(totals: &Recorder) -> Vec<Vec<(f64, u64)>> {
     let mut out = vec![points(&all)];
     out.extend(per_op);
     out
-}
-
-/// A histogram's latency at each percentile of [`SPECTRUM`]: `(percentile, µs)`.
-pub(crate) fn points(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, u64)> {
-    if h.is_empty() {
-        return Vec::new();
-    }
-    SPECTRUM
-        .iter()
-        .map(|&p| (p, h.value_at_quantile(p / 100.0)))
-        .collect()
 }

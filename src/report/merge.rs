@@ -171,15 +171,32 @@ fn health(r: &RunFiles) -> summary::ShardHealth {
 /// Merges `runs` (or the runs inside one directory) into `output`: summary.json, latency.hlog,
 /// timeseries.csv and the reports. Shards of a split run must all be there unless `partial`.
 pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, MergeError> {
+    let read = read_runs(runs)?;
+    let partial_note = check_shards(&read, partial)?;
+    check_one_scenario(&read)?;
+    let logs = Logs::read(&read)?;
+    let measured = measured_seconds(&read);
+    let mut merged = add_up(&read, &logs.intervals, measured, partial_note);
+    let base = time_line_start(&read, &logs.intervals);
+    judge(&read, &mut merged);
+    write(output, &merged, &logs, base)?;
+    Ok(merged)
+}
+
+/// Reads every run to merge (at least two).
+fn read_runs(runs: &[PathBuf]) -> Result<Vec<RunFiles>, MergeError> {
     let runs = expand(runs)?;
     if runs.len() < 2 {
         return Err(MergeError::TooFew);
     }
-    let read: Vec<RunFiles> = runs
+    Ok(runs
         .iter()
         .map(|r| RunFiles::read(r))
-        .collect::<Result<_, _>>()?;
-    let partial_note = check_shards(&read, partial)?;
+        .collect::<Result<_, _>>()?)
+}
+
+/// Runs of different scenarios are not merged.
+fn check_one_scenario(read: &[RunFiles]) -> Result<(), MergeError> {
     let first = &read[0].summary;
     for r in &read[1..] {
         if r.summary.scenario.name != first.scenario.name {
@@ -192,32 +209,53 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
             )));
         }
     }
-    // Every interval of every run, on one time line, with its phase in its own run.
-    let mut intervals: Vec<LoggedInterval> = Vec::new();
-    let mut phases: Vec<Phase> = Vec::new();
-    for r in &read {
-        let path = r.dir.join("latency.hlog");
-        let bytes = std::fs::read(&path).map_err(|e| MergeError::Bad {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
-        let of_run = read_intervals(&bytes).map_err(|why| MergeError::Bad {
-            path: path.display().to_string(),
-            why,
-        })?;
-        let (w, m) = (r.summary.load.warmup_seconds, r.summary.measured_seconds);
-        phases.extend(of_run.iter().map(|i| {
-            if i.offset + i.length <= w + 1e-3 {
-                Phase::Warmup
-            } else if i.offset >= w + m - 1e-3 {
-                Phase::Drain
-            } else {
-                Phase::Measured
-            }
-        }));
-        intervals.extend(of_run);
+    Ok(())
+}
+
+/// Every interval of every run (their latency.hlog), in run order, each with the phase it had
+/// in its own run.
+struct Logs {
+    intervals: Vec<LoggedInterval>,
+    phases: Vec<Phase>,
+}
+
+impl Logs {
+    /// Reads each run's interval log.
+    fn read(read: &[RunFiles]) -> Result<Logs, MergeError> {
+        let mut logs = Logs {
+            intervals: Vec::new(),
+            phases: Vec::new(),
+        };
+        for r in read {
+            let path = r.dir.join("latency.hlog");
+            let bytes = std::fs::read(&path).map_err(|e| MergeError::Bad {
+                path: path.display().to_string(),
+                why: e.to_string(),
+            })?;
+            let of_run = read_intervals(&bytes).map_err(|why| MergeError::Bad {
+                path: path.display().to_string(),
+                why,
+            })?;
+            let (w, m) = (r.summary.load.warmup_seconds, r.summary.measured_seconds);
+            logs.phases.extend(of_run.iter().map(|i| {
+                if i.offset + i.length <= w + 1e-3 {
+                    Phase::Warmup
+                } else if i.offset >= w + m - 1e-3 {
+                    Phase::Drain
+                } else {
+                    Phase::Measured
+                }
+            }));
+            logs.intervals.extend(of_run);
+        }
+        Ok(logs)
     }
-    let base = intervals
+}
+
+/// The start of the common time line: the earliest interval or run start (seconds since the
+/// epoch).
+fn time_line_start(read: &[RunFiles], intervals: &[LoggedInterval]) -> f64 {
+    intervals
         .iter()
         .map(|i| i.start)
         .fold(f64::MAX, f64::min)
@@ -225,10 +263,13 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
             read.iter()
                 .filter_map(|r| epoch(&r.summary.started_at))
                 .fold(f64::MAX, f64::min),
-        );
-    // The measured time: when at least one run was measuring — the span for shards running
-    // side by side, the sum for slices run one after another (A/B), so throughput is never
-    // diluted by time nobody measured.
+        )
+}
+
+/// The measured time: when at least one run was measuring — the span for shards running side
+/// by side, the sum for slices run one after another (A/B), so throughput is never diluted by
+/// time nobody measured.
+fn measured_seconds(read: &[RunFiles]) -> f64 {
     let windows: Vec<(f64, f64)> = read
         .iter()
         .filter_map(|r| {
@@ -237,108 +278,43 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
             Some((start, start + s.measured_seconds))
         })
         .collect();
-    let measured = match windows.is_empty() {
+    match windows.is_empty() {
         true => read
             .iter()
             .map(|r| r.summary.measured_seconds)
             .fold(0.0, f64::max),
         false => covered(windows),
-    };
-    // Each operation's histogram, added exactly.
-    let merged_hist = |name: &str| -> Option<Histogram<u64>> {
-        let mut h = new_histogram();
-        for i in intervals.iter().filter(|i| i.tag == name) {
-            let _ = h.add(&i.hist);
-        }
-        (!h.is_empty()).then_some(h)
-    };
-    let mut operations: Vec<Operation> = Vec::new();
-    let mut dropped_extras = false;
-    for r in &read {
-        for o in &r.summary.operations {
-            dropped_extras |= !o.latency_by_outcome.is_empty()
-                || o.first_event.is_some()
-                || o.service.is_some()
-                || o.upstream.is_some();
-            add_row(&mut operations, o, o.latency.clone());
-        }
     }
-    // Tenants: counts add; their latency is not in latency.hlog, so it stays per run.
-    let mut tenants: Vec<Operation> = Vec::new();
-    for r in &read {
-        for t in &r.summary.tenants {
-            dropped_extras = true;
-            add_row(&mut tenants, t, None);
-        }
-    }
-    for t in &mut tenants {
-        t.throughput = summary::rate(t.outcomes.ok, measured);
-    }
-    for o in &mut operations {
-        o.latency = merged_hist(&o.name).map(|h| Latency::from_hist(&h));
-        o.throughput = summary::rate(o.outcomes.ok, measured);
-    }
+}
+
+/// The merged summary, thresholds not judged yet: counters added, latency from the histograms
+/// added exactly, rates over the `measured` seconds, each run's health beside it.
+fn add_up(
+    read: &[RunFiles],
+    intervals: &[LoggedInterval],
+    measured: f64,
+    partial_note: Option<String>,
+) -> Summary {
+    let first = &read[0].summary;
+    let (operations, per_run_extras) = merged_operations(read, intervals, measured);
+    let tenants = merged_tenants(read, measured);
     let workload = summary::workload(&operations);
     let dropped = read.iter().map(|r| r.summary.totals.dropped).sum();
     let mut totals = summary::totals(&workload, dropped, measured);
-    let mut all = new_histogram();
-    for i in intervals
-        .iter()
-        .filter(|i| operations.first().is_none_or(|o0| o0.name != i.tag))
-    {
-        let _ = all.add(&i.hist);
-    }
-    totals.latency = (!all.is_empty()).then(|| Latency::from_hist(&all));
+    totals.latency = workload_latency(&operations, intervals);
     let session_opening = summary::totals(&[&operations[OP_INITIALIZE]], 0, measured);
     let errors = summary::Errors::of(&workload, &[&operations[OP_INITIALIZE]]);
-    let mut warmup: Vec<WarmupOperation> = Vec::new();
-    for r in &read {
-        for w in &r.summary.warmup {
-            match warmup.iter_mut().find(|m| m.name == w.name) {
-                Some(m) => {
-                    m.started += w.started;
-                    add_outcomes(&mut m.outcomes, &w.outcomes);
-                }
-                None => warmup.push(w.clone()),
-            }
-        }
-    }
-    let mut sessions = first.sessions.clone();
-    for r in &read[1..] {
-        sessions.add(&r.summary.sessions);
-    }
-    let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
+    let warmup = merged_warmup(read);
     let all_started: u64 = operations.iter().map(|o| o.started).sum::<u64>()
         + warmup.iter().map(|w| w.started).sum::<u64>();
-    let mut notes: Vec<String> = partial_note.into_iter().collect();
-    notes.push(format!(
-        "merged from {} runs: {}",
-        read.len(),
-        read.iter()
-            .map(|r| r.dir.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    if dropped_extras {
-        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream, tenants' latency and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
-    }
-    for r in &read {
-        for n in &r.summary.notes {
-            notes.push(format!("{}: {n}", r.dir.display()));
-        }
-    }
-    let mut load = first.load.clone();
-    load.concurrency = read.iter().map(|r| r.summary.load.concurrency).sum();
-    load.workers = read.iter().map(|r| r.summary.load.workers).sum();
-    load.requests = read.iter().map(|r| r.summary.load.requests).sum();
-    let started_at = read
-        .iter()
-        .map(|r| r.summary.started_at.clone())
-        .min()
-        .unwrap_or_default();
-    let mut merged = Summary {
-        started_at,
-        load,
+    let notes = notes(read, partial_note, per_run_extras || !tenants.is_empty());
+    Summary {
+        started_at: read
+            .iter()
+            .map(|r| r.summary.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        load: merged_load(read),
         measured_seconds: (measured * 1000.0).round() / 1000.0,
         interrupted: read.iter().any(|r| r.summary.interrupted),
         totals,
@@ -347,15 +323,8 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
         operations,
         tenants,
         warmup,
-        sessions,
-        generator: summary::Generator {
-            workers: read.iter().map(|r| r.summary.generator.workers).sum(),
-            cpu_seconds: cpu,
-            cpu_us_per_request: cpu
-                .filter(|_| all_started > 0)
-                .map(|c| (c * 1e6 / all_started as f64 * 100.0).round() / 100.0),
-            lateness: None,
-        },
+        sessions: merged_sessions(read),
+        generator: merged_generator(read, all_started),
         // Every shard watched the same processes over the same time line: the first's view,
         // per request of the whole.
         target_processes: first
@@ -369,17 +338,149 @@ pub fn merge(runs: &[PathBuf], output: &Path, partial: bool) -> Result<Summary, 
         start: None,
         shards: read.iter().map(health).collect(),
         ..first.clone()
+    }
+}
+
+/// Each operation's counters added and its latency from its histograms added exactly; and
+/// whether a run had figures that cannot be merged exactly (left out).
+fn merged_operations(
+    read: &[RunFiles],
+    intervals: &[LoggedInterval],
+    measured: f64,
+) -> (Vec<Operation>, bool) {
+    let merged_hist = |name: &str| -> Option<Histogram<u64>> {
+        let mut h = new_histogram();
+        for i in intervals.iter().filter(|i| i.tag == name) {
+            let _ = h.add(&i.hist);
+        }
+        (!h.is_empty()).then_some(h)
     };
-    let (checks, disagree) = recorded_thresholds(&read);
-    merged.thresholds = super::verdict::evaluate(&checks, &merged);
+    let mut operations: Vec<Operation> = Vec::new();
+    let mut dropped_extras = false;
+    for r in read {
+        for o in &r.summary.operations {
+            dropped_extras |= !o.latency_by_outcome.is_empty()
+                || o.first_event.is_some()
+                || o.service.is_some()
+                || o.upstream.is_some();
+            add_row(&mut operations, o, o.latency.clone());
+        }
+    }
+    for o in &mut operations {
+        o.latency = merged_hist(&o.name).map(|h| Latency::from_hist(&h));
+        o.throughput = summary::rate(o.outcomes.ok, measured);
+    }
+    (operations, dropped_extras)
+}
+
+/// Tenants: counts add; their latency is not in latency.hlog, so it stays per run.
+fn merged_tenants(read: &[RunFiles], measured: f64) -> Vec<Operation> {
+    let mut tenants: Vec<Operation> = Vec::new();
+    for r in read {
+        for t in &r.summary.tenants {
+            add_row(&mut tenants, t, None);
+        }
+    }
+    for t in &mut tenants {
+        t.throughput = summary::rate(t.outcomes.ok, measured);
+    }
+    tenants
+}
+
+/// The workload's latency: every interval but the session opening's, added exactly.
+fn workload_latency(operations: &[Operation], intervals: &[LoggedInterval]) -> Option<Latency> {
+    let mut all = new_histogram();
+    for i in intervals
+        .iter()
+        .filter(|i| operations.first().is_none_or(|o0| o0.name != i.tag))
+    {
+        let _ = all.add(&i.hist);
+    }
+    (!all.is_empty()).then(|| Latency::from_hist(&all))
+}
+
+/// The warm-up's operations, counters added.
+fn merged_warmup(read: &[RunFiles]) -> Vec<WarmupOperation> {
+    let mut warmup: Vec<WarmupOperation> = Vec::new();
+    for r in read {
+        for w in &r.summary.warmup {
+            match warmup.iter_mut().find(|m| m.name == w.name) {
+                Some(m) => {
+                    m.started += w.started;
+                    add_outcomes(&mut m.outcomes, &w.outcomes);
+                }
+                None => warmup.push(w.clone()),
+            }
+        }
+    }
+    warmup
+}
+
+/// The sessions' counters added.
+fn merged_sessions(read: &[RunFiles]) -> summary::Sessions {
+    let mut sessions = read[0].summary.sessions.clone();
+    for r in &read[1..] {
+        sessions.add(&r.summary.sessions);
+    }
+    sessions
+}
+
+/// The first run's load, with the users, workers and request counts of all runs added.
+fn merged_load(read: &[RunFiles]) -> summary::LoadInfo {
+    let mut load = read[0].summary.load.clone();
+    load.concurrency = read.iter().map(|r| r.summary.load.concurrency).sum();
+    load.workers = read.iter().map(|r| r.summary.load.workers).sum();
+    load.requests = read.iter().map(|r| r.summary.load.requests).sum();
+    load
+}
+
+/// The generators together: workers and CPU time added, CPU per request of the whole (their
+/// lateness is per run only).
+fn merged_generator(read: &[RunFiles], all_started: u64) -> summary::Generator {
+    let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
+    summary::Generator {
+        workers: read.iter().map(|r| r.summary.generator.workers).sum(),
+        cpu_seconds: cpu,
+        cpu_us_per_request: cpu
+            .filter(|_| all_started > 0)
+            .map(|c| (c * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+        lateness: None,
+    }
+}
+
+/// The merged result's notes: partial or not, where it comes from, what was left out, and
+/// each run's own notes.
+fn notes(read: &[RunFiles], partial_note: Option<String>, dropped_extras: bool) -> Vec<String> {
+    let mut notes: Vec<String> = partial_note.into_iter().collect();
+    notes.push(format!(
+        "merged from {} runs: {}",
+        read.len(),
+        read.iter()
+            .map(|r| r.dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if dropped_extras {
+        notes.push("latency of outcome classes other than ok, time to first event, open-loop service time, time upstream, tenants' latency and lateness are per run only (not in latency.hlog, so not merged exactly): see each run".into());
+    }
+    for r in read {
+        for n in &r.summary.notes {
+            notes.push(format!("{}: {n}", r.dir.display()));
+        }
+    }
+    notes
+}
+
+/// Judges the merged result by the thresholds the runs recorded (a note when they differed).
+fn judge(read: &[RunFiles], merged: &mut Summary) {
+    let (checks, disagree) = recorded_thresholds(read);
+    merged.thresholds = super::verdict::evaluate(&checks, merged);
     if disagree {
         merged.notes.push(
             "the runs recorded different thresholds: the merged result is judged by all of them"
                 .into(),
         );
     }
-    write(output, &merged, (&intervals, &phases), base)?;
-    Ok(merged)
 }
 
 /// The length of the union of time windows (seconds).
@@ -446,19 +547,26 @@ fn recorded_thresholds(read: &[RunFiles]) -> (Vec<Threshold>, bool) {
     (checks, disagree)
 }
 
+/// A writing failure at `p`.
+fn write_err(p: &Path) -> impl FnOnce(std::io::Error) -> MergeError {
+    let path = p.display().to_string();
+    move |source| MergeError::Write { path, source }
+}
+
 /// Writes the merged run directory.
-fn write(
-    output: &Path,
-    s: &Summary,
-    (intervals, phases): (&[LoggedInterval], &[Phase]),
-    base: f64,
-) -> Result<(), MergeError> {
-    let err = |p: &Path| {
-        let path = p.display().to_string();
-        move |source| MergeError::Write { path, source }
-    };
-    std::fs::create_dir_all(output).map_err(err(output))?;
+fn write(output: &Path, s: &Summary, logs: &Logs, base: f64) -> Result<(), MergeError> {
+    std::fs::create_dir_all(output).map_err(write_err(output))?;
+    write_hlog(output, &logs.intervals, base)?;
+    write_timeseries(output, s, logs, base)?;
+    files::write_summary(output, s).map_err(write_err(output))?;
+    let run = RunFiles::read(output)?;
+    document::write(&run).map_err(write_err(output))
+}
+
+/// latency.hlog: every interval of every run, on the common time line from `base`.
+fn write_hlog(output: &Path, intervals: &[LoggedInterval], base: f64) -> Result<(), MergeError> {
     let hlog_path = output.join("latency.hlog");
+    let err = || write_err(&hlog_path);
     let mut tags: Vec<String> = Vec::new();
     for i in intervals {
         if !tags.contains(&i.tag) {
@@ -466,7 +574,7 @@ fn write(
         }
     }
     let start = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(base.max(0.0));
-    let mut hlog = HlogWriter::create(&hlog_path, start, &tags).map_err(err(&hlog_path))?;
+    let mut hlog = HlogWriter::create(&hlog_path, start, &tags).map_err(err())?;
     let mut sorted: Vec<&LoggedInterval> = intervals.iter().collect();
     sorted.sort_by(|a, b| a.start.total_cmp(&b.start));
     for i in &sorted {
@@ -476,18 +584,22 @@ fn write(
             Duration::from_secs_f64((i.start - base).max(0.0)),
             Duration::from_secs_f64(i.length),
         )
-        .map_err(err(&hlog_path))?;
+        .map_err(err())?;
     }
-    hlog.flush().map_err(err(&hlog_path))?;
-    // The time series, rebuilt from the merged intervals on the common time line: intervals
-    // that start together (shards on one grid) are one row; each keeps the phase it had in its
-    // own run. Ok responses and their latency of the workload (the session opening left out,
-    // as a run's own time series does); the other columns are per run.
+    hlog.flush().map_err(err())
+}
+
+/// timeseries.csv, rebuilt from the merged intervals on the common time line: intervals that
+/// start together (shards on one grid) are one row; each keeps the phase it had in its own
+/// run. Ok responses and their latency of the workload (the session opening left out, as a
+/// run's own time series does); the other columns are per run.
+fn write_timeseries(output: &Path, s: &Summary, logs: &Logs, base: f64) -> Result<(), MergeError> {
     let csv_path = output.join("timeseries.csv");
+    let err = || write_err(&csv_path);
     let opening = s.operations.first().map(|o| o.name.as_str());
     let mut rows: std::collections::BTreeMap<(u64, u8), (Histogram<u64>, f64, Phase)> =
         Default::default();
-    for (i, phase) in intervals.iter().zip(phases) {
+    for (i, phase) in logs.intervals.iter().zip(&logs.phases) {
         let at = ((i.start - base).max(0.0) * 1000.0).round() as u64;
         let rank = match phase {
             Phase::Warmup => 0,
@@ -502,8 +614,7 @@ fn write(
         }
         e.1 = e.1.max(i.length);
     }
-    let mut csv =
-        crate::metrics::collector::CsvWriter::create(&csv_path).map_err(err(&csv_path))?;
+    let mut csv = crate::metrics::collector::CsvWriter::create(&csv_path).map_err(err())?;
     for (index, ((at, _), (h, len, phase))) in rows.into_iter().enumerate() {
         let t = at as f64 / 1000.0;
         let len = if len > 0.0 { len } else { 1.0 };
@@ -522,12 +633,9 @@ fn write(
             max_us: h.max(),
             ..Default::default()
         };
-        csv.row(&snap).map_err(err(&csv_path))?;
+        csv.row(&snap).map_err(err())?;
     }
-    csv.flush().map_err(err(&csv_path))?;
-    files::write_summary(output, s).map_err(err(output))?;
-    let run = RunFiles::read(output)?;
-    document::write(&run).map_err(err(output))
+    csv.flush().map_err(err())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
 use super::files;
+use super::spectrum::points;
 use super::summary::Summary;
 
 /// Everything the reports show.
@@ -24,7 +25,7 @@ pub struct RunFiles {
     pub phases: Vec<String>,
     /// From `latency.hlog`: each operation's ok latency over the whole run (µs), merged
     /// exactly from its intervals, as (percentile, µs) at
-    /// [`SPECTRUM`](super::live::SPECTRUM).
+    /// [`SPECTRUM`](super::spectrum::SPECTRUM).
     pub spectra: Vec<(String, Vec<(f64, u64)>)>,
     /// From `latency.hlog`: each operation's intervals, for the spread across them.
     pub intervals: Vec<(String, Vec<IntervalPoint>)>,
@@ -86,7 +87,7 @@ impl RunFiles {
             spectra: log
                 .merged
                 .iter()
-                .map(|(tag, h)| (tag.clone(), super::live::points(h)))
+                .map(|(tag, h)| (tag.clone(), points(h)))
                 .collect(),
             intervals: log.intervals,
         })

@@ -671,3 +671,34 @@ pub fn totals(ops: &[&Operation], dropped: u64, seconds: f64) -> Totals {
         latency: None,
     }
 }
+
+/// What the Prometheus text shows: a finished run's summary, or a running one's live view.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures<'a> {
+    pub scenario: &'a str,
+    pub operations: &'a [Operation],
+    /// Ok responses per second, the workload's operations together.
+    pub throughput: f64,
+    /// The error rate and its parts (the summary's `errors`).
+    pub errors: Errors,
+    pub dropped: u64,
+    pub cpu_us_per_request: Option<f64>,
+    pub thresholds: &'a [ThresholdResult],
+    /// A running test: requests in flight and seconds since the start.
+    pub running: Option<(u64, f64)>,
+}
+
+impl<'a> From<&'a Summary> for Figures<'a> {
+    fn from(s: &'a Summary) -> Self {
+        Figures {
+            scenario: &s.scenario.name,
+            operations: &s.operations,
+            throughput: s.totals.throughput,
+            errors: s.errors,
+            dropped: s.totals.dropped,
+            cpu_us_per_request: s.generator.cpu_us_per_request,
+            thresholds: &s.thresholds,
+            running: None,
+        }
+    }
+}

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::document::{Block, html, latency_label, markdown, rate_label};
+use super::document::{Block, html, markdown};
+use super::plots::{latency_label, rate_label};
 use super::svg::{Chart, Series, line_chart};
 
 /// The p99 bounds of the throughput frontier, in milliseconds.

@@ -207,6 +207,43 @@ pub(crate) fn describe_load(s: &Summary) -> String {
 /// Renders the end-of-run report.
 pub fn render(s: &Summary) -> String {
     let mut out = String::new();
+    title(&mut out, s);
+    let _ = writeln!(out);
+    head(&mut out);
+    for op in s.operations.iter().filter(|o| o.started > 0) {
+        row(&mut out, op);
+    }
+    for line in op_details(s) {
+        let _ = writeln!(out, "  {line}");
+    }
+    if !s.tenants.is_empty() {
+        let _ = writeln!(out, "by tenant (every operation of its users):");
+        for t in &s.tenants {
+            row(&mut out, t);
+        }
+    }
+    let _ = writeln!(out);
+    totals(&mut out, s);
+    session_opening(&mut out, s);
+    sessions(&mut out, s);
+    for p in &s.target_processes {
+        let _ = writeln!(out, "{}", target_line(p));
+    }
+    if !s.shards.is_empty() {
+        let _ = writeln!(out, "merged runs, each on its own:");
+        for h in &s.shards {
+            let _ = writeln!(out, "  {}", health_line(h));
+        }
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    thresholds(&mut out, s);
+    out
+}
+
+/// What ran against what, for how long; stopped early, a shard, a late start.
+fn title(out: &mut String, s: &Summary) {
     let load = describe_load(s);
     let limit = crate::scenario::plan::REQUESTS_ONLY_LIMIT.as_secs_f64();
     let bound = match s.load.requests {
@@ -239,22 +276,11 @@ pub fn render(s: &Summary) -> String {
     if let Some(st) = &s.start {
         let _ = writeln!(out, "{}", start_line(st));
     }
-    let _ = writeln!(out);
-    head(&mut out);
-    for op in s.operations.iter().filter(|o| o.started > 0) {
-        row(&mut out, op);
-    }
-    for line in op_details(s) {
-        let _ = writeln!(out, "  {line}");
-    }
-    if !s.tenants.is_empty() {
-        let _ = writeln!(out, "by tenant (every operation of its users):");
-        for t in &s.tenants {
-            row(&mut out, t);
-        }
-    }
+}
+
+/// The workload's total and errors; open loop: drops and the generator's lateness.
+fn totals(out: &mut String, s: &Summary) {
     let t = &s.totals;
-    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "total: {} started = {} completed + {} failed + {} cancelled{}; {:.1} ok/s over {:.1}s",
@@ -288,22 +314,31 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
+}
+
+/// The session openings, apart from the total (when there were any).
+fn session_opening(out: &mut String, s: &Summary) {
     let o = &s.session_opening;
-    if o.started > 0 {
-        let name = s
-            .operations
-            .first()
-            .map_or("initialize", |op| op.name.as_str());
-        let _ = write!(
-            out,
-            "session opening ({name}, not in the total): {} started = {} completed + {} failed + {} cancelled",
-            o.started, o.completed, o.failed, o.cancelled
-        );
-        if let Some(l) = s.operations.first().and_then(|op| op.latency.as_ref()) {
-            let _ = write!(out, "; p50 {} p99 {}", ms(l.p50_ms), ms(l.p99_ms));
-        }
-        let _ = writeln!(out);
+    if o.started == 0 {
+        return;
     }
+    let name = s
+        .operations
+        .first()
+        .map_or("initialize", |op| op.name.as_str());
+    let _ = write!(
+        out,
+        "session opening ({name}, not in the total): {} started = {} completed + {} failed + {} cancelled",
+        o.started, o.completed, o.failed, o.cancelled
+    );
+    if let Some(l) = s.operations.first().and_then(|op| op.latency.as_ref()) {
+        let _ = write!(out, "; p50 {} p99 {}", ms(l.p50_ms), ms(l.p99_ms));
+    }
+    let _ = writeln!(out);
+}
+
+/// Sessions and connections, stray responses, the generator's CPU.
+fn sessions(out: &mut String, s: &Summary) {
     let se = &s.sessions;
     let _ = write!(
         out,
@@ -325,20 +360,6 @@ pub fn render(s: &Summary) -> String {
         );
     }
     let _ = writeln!(out);
-    for p in &s.target_processes {
-        let _ = writeln!(out, "{}", target_line(p));
-    }
-    if !s.shards.is_empty() {
-        let _ = writeln!(out, "merged runs, each on its own:");
-        for h in &s.shards {
-            let _ = writeln!(out, "  {}", health_line(h));
-        }
-    }
-    for n in &s.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    thresholds(&mut out, s);
-    out
 }
 
 /// One of the target's processes as the run watched it.
