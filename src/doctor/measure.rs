@@ -13,6 +13,7 @@ fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
+/// Every check, in the order of [`super::CHECKS`]: read, measured (unless --quick), judged.
 pub(super) fn examine(o: &Options) -> Vec<Finding> {
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stat = read("/proc/stat").unwrap_or_default();
@@ -117,6 +118,7 @@ fn timerfd_overshoots() -> std::io::Result<Vec<Duration>> {
     Ok(out)
 }
 
+/// Overshoots of 50 µs `std::thread::sleep`s (timer slack included), in the order taken.
 fn sleep_overshoots() -> Vec<Duration> {
     (0..TIMER_SLEEPS)
         .map(|_| {

@@ -77,6 +77,7 @@ pub(super) struct Cgroups {
     pub(super) cpu_v1: Option<String>,
 }
 
+/// The cgroup v2 path, and the v1 `cpu` controller's, from /proc/self/cgroup.
 pub(super) fn parse_cgroup(text: &str) -> Cgroups {
     let mut out = Cgroups::default();
     for line in text.lines() {
