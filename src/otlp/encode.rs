@@ -17,6 +17,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use crate::metrics::outcome::Class;
 use crate::report::live::{LATENCY_BOUNDS_US, Live};
+use crate::report::summary::Operation;
 
 /// Which run the figures are of: the resource every data point belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,168 +74,13 @@ pub mod keys {
 
 /// The OTLP request carrying `live`'s figures for `run`.
 pub fn request(run: &RunInfo, live: &Live) -> ExportMetricsServiceRequest {
-    let start = nanos(run.started_at);
-    let now = nanos(run.started_at + live.elapsed());
-    let mut metrics = Vec::new();
-    let ops = || {
-        live.header
-            .ops
-            .iter()
-            .enumerate()
-            .zip(&live.ops)
-            .map(|((i, name), o)| (i, op_attributes(name), o))
+    let at = Stamps {
+        start: nanos(run.started_at),
+        now: nanos(run.started_at + live.elapsed()),
     };
-    let point = |attributes: Vec<KeyValue>, value: number_data_point::Value| NumberDataPoint {
-        attributes,
-        start_time_unix_nano: start,
-        time_unix_nano: now,
-        value: Some(value),
-        ..Default::default()
-    };
-    let int = |n: u64| number_data_point::Value::AsInt(n.min(i64::MAX as u64) as i64);
-    let secs = |d: Duration| number_data_point::Value::AsDouble(d.as_secs_f64());
-
-    metrics.push(sum(
-        names::STARTED,
-        "Requests started in the measured window, per operation.",
-        "{request}",
-        ops().map(|(_, a, o)| point(a, int(o.started))).collect(),
-    ));
-    let mut ended = Vec::new();
-    for (i, a, _) in ops() {
-        let by_class = live.classes.get(i).copied().unwrap_or_default();
-        for c in Class::ALL {
-            let n = by_class[c as usize];
-            // ok always (the series exists from the first push); other classes once seen.
-            if n > 0 || c == Class::Ok {
-                let mut a = a.clone();
-                a.push(kv(keys::OUTCOME, c.name()));
-                ended.push(point(a, int(n)));
-            }
-        }
-    }
-    metrics.push(sum(
-        names::ENDED,
-        "Requests ended in the measured window, per operation and outcome class.",
-        "{request}",
-        ended,
-    ));
-    metrics.push(Metric {
-        name: names::DURATION.into(),
-        description: "Latency of ok responses in the measured window, per operation (from the \
-                      intended start in an open loop)."
-            .into(),
-        unit: "s".into(),
-        data: Some(metric::Data::Histogram(Histogram {
-            data_points: ops()
-                .filter_map(|(i, attributes, _)| {
-                    let b = live.buckets.get(i).filter(|b| b.count > 0)?;
-                    Some(HistogramDataPoint {
-                        attributes,
-                        start_time_unix_nano: start,
-                        time_unix_nano: now,
-                        count: b.count,
-                        sum: Some(b.sum_us / 1e6),
-                        bucket_counts: b.counts.clone(),
-                        explicit_bounds: LATENCY_BOUNDS_US
-                            .iter()
-                            .map(|&b| b as f64 / 1e6)
-                            .collect(),
-                        min: Some(b.min_us as f64 / 1e6),
-                        max: Some(b.max_us as f64 / 1e6),
-                        ..Default::default()
-                    })
-                })
-                .collect(),
-            aggregation_temporality: AggregationTemporality::Cumulative as i32,
-        })),
-        ..Default::default()
-    });
-    let open = live.header.load.model == "open";
-    if open {
-        metrics.push(sum(
-            names::DROPPED,
-            "Open loop: arrivals not sent because max_in_flight requests were in flight.",
-            "{request}",
-            vec![point(Vec::new(), int(live.dropped))],
-        ));
-    }
-    let last = live.history.back();
-    metrics.push(gauge(
-        names::IN_FLIGHT,
-        "Requests in flight at the end of the last interval.",
-        "{request}",
-        vec![point(Vec::new(), int(last.map_or(0, |s| s.in_flight)))],
-    ));
-    if live.cpu > Duration::ZERO {
-        metrics.push(sum(
-            names::CPU,
-            "CPU time of the generator's worker threads.",
-            "s",
-            vec![point(Vec::new(), secs(live.cpu))],
-        ));
-    }
-    if let Some(u) = live.saturation() {
-        metrics.push(gauge(
-            names::UTILIZATION,
-            "How busy the generator's worker threads were in the last interval (1: at its own \
-             ceiling, the figures measure the generator).",
-            "1",
-            vec![point(Vec::new(), number_data_point::Value::AsDouble(u))],
-        ));
-    }
-    if open && let Some(s) = last {
-        metrics.push(gauge(
-            names::LATENESS,
-            "Open loop: p99 of how late the generator released arrivals in the last interval.",
-            "s",
-            vec![point(
-                Vec::new(),
-                secs(Duration::from_micros(s.late_p99_us)),
-            )],
-        ));
-    }
-    if let Some(t) = last.and_then(|s| s.target) {
-        metrics.push(sum(
-            names::TARGET_CPU,
-            "CPU time of the target's watched processes.",
-            "s",
-            vec![point(Vec::new(), secs(live.target_cpu))],
-        ));
-        for (name, description, unit, n) in [
-            (
-                names::TARGET_RSS,
-                "Resident memory of the target's watched processes.",
-                "By",
-                t.rss_bytes,
-            ),
-            (
-                names::TARGET_FDS,
-                "Open file descriptors of the target's watched processes.",
-                "{file_descriptor}",
-                t.fds,
-            ),
-            (
-                names::TARGET_THREADS,
-                "Threads of the target's watched processes.",
-                "{thread}",
-                t.threads,
-            ),
-            (
-                names::TARGET_PROCESSES,
-                "The target's watched processes alive.",
-                "{process}",
-                t.processes,
-            ),
-        ] {
-            metrics.push(gauge(
-                name,
-                description,
-                unit,
-                vec![point(Vec::new(), int(n))],
-            ));
-        }
-    }
+    let mut metrics = operation_metrics(live, at);
+    generator_metrics(live, at, &mut metrics);
+    target_metrics(live, at, &mut metrics);
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {
@@ -252,6 +98,206 @@ pub fn request(run: &RunInfo, live: &Live) -> ExportMetricsServiceRequest {
             }],
             ..Default::default()
         }],
+    }
+}
+
+/// The times every data point of one request carries: the run's start and now.
+#[derive(Debug, Clone, Copy)]
+struct Stamps {
+    start: u64,
+    now: u64,
+}
+
+impl Stamps {
+    /// A data point of `value`, cumulative from the run's start.
+    fn point(self, attributes: Vec<KeyValue>, value: number_data_point::Value) -> NumberDataPoint {
+        NumberDataPoint {
+            attributes,
+            start_time_unix_nano: self.start,
+            time_unix_nano: self.now,
+            value: Some(value),
+            ..Default::default()
+        }
+    }
+}
+
+/// A count as a data point's value (`i64::MAX` at most).
+fn int(n: u64) -> number_data_point::Value {
+    number_data_point::Value::AsInt(n.min(i64::MAX as u64) as i64)
+}
+
+/// A duration as a data point's value, in seconds.
+fn secs(d: Duration) -> number_data_point::Value {
+    number_data_point::Value::AsDouble(d.as_secs_f64())
+}
+
+/// Each operation: its index, its attributes and its figures.
+fn ops(live: &Live) -> impl Iterator<Item = (usize, Vec<KeyValue>, &Operation)> {
+    live.header
+        .ops
+        .iter()
+        .enumerate()
+        .zip(&live.ops)
+        .map(|((i, name), o)| (i, op_attributes(name), o))
+}
+
+/// Per operation: requests started, requests ended by outcome class, latency of ok responses.
+fn operation_metrics(live: &Live, at: Stamps) -> Vec<Metric> {
+    let started = sum(
+        names::STARTED,
+        "Requests started in the measured window, per operation.",
+        "{request}",
+        ops(live)
+            .map(|(_, a, o)| at.point(a, int(o.started)))
+            .collect(),
+    );
+    let mut ended = Vec::new();
+    for (i, a, _) in ops(live) {
+        let by_class = live.classes.get(i).copied().unwrap_or_default();
+        for c in Class::ALL {
+            let n = by_class[c as usize];
+            // ok always (the series exists from the first push); other classes once seen.
+            if n > 0 || c == Class::Ok {
+                let mut a = a.clone();
+                a.push(kv(keys::OUTCOME, c.name()));
+                ended.push(at.point(a, int(n)));
+            }
+        }
+    }
+    let ended = sum(
+        names::ENDED,
+        "Requests ended in the measured window, per operation and outcome class.",
+        "{request}",
+        ended,
+    );
+    vec![started, ended, duration(live, at)]
+}
+
+/// The latency histogram of ok responses, per operation (operations without one left out).
+fn duration(live: &Live, at: Stamps) -> Metric {
+    Metric {
+        name: names::DURATION.into(),
+        description: "Latency of ok responses in the measured window, per operation (from the \
+                      intended start in an open loop)."
+            .into(),
+        unit: "s".into(),
+        data: Some(metric::Data::Histogram(Histogram {
+            data_points: ops(live)
+                .filter_map(|(i, attributes, _)| {
+                    let b = live.buckets.get(i).filter(|b| b.count > 0)?;
+                    Some(HistogramDataPoint {
+                        attributes,
+                        start_time_unix_nano: at.start,
+                        time_unix_nano: at.now,
+                        count: b.count,
+                        sum: Some(b.sum_us / 1e6),
+                        bucket_counts: b.counts.clone(),
+                        explicit_bounds: LATENCY_BOUNDS_US
+                            .iter()
+                            .map(|&b| b as f64 / 1e6)
+                            .collect(),
+                        min: Some(b.min_us as f64 / 1e6),
+                        max: Some(b.max_us as f64 / 1e6),
+                        ..Default::default()
+                    })
+                })
+                .collect(),
+            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+        })),
+        ..Default::default()
+    }
+}
+
+/// The generator's own figures: dropped arrivals (open loop), requests in flight, CPU time,
+/// utilization, lateness (open loop); each once it has a value.
+fn generator_metrics(live: &Live, at: Stamps, metrics: &mut Vec<Metric>) {
+    let open = live.header.load.model == "open";
+    if open {
+        metrics.push(sum(
+            names::DROPPED,
+            "Open loop: arrivals not sent because max_in_flight requests were in flight.",
+            "{request}",
+            vec![at.point(Vec::new(), int(live.dropped))],
+        ));
+    }
+    let last = live.history.back();
+    metrics.push(gauge(
+        names::IN_FLIGHT,
+        "Requests in flight at the end of the last interval.",
+        "{request}",
+        vec![at.point(Vec::new(), int(last.map_or(0, |s| s.in_flight)))],
+    ));
+    if live.cpu > Duration::ZERO {
+        metrics.push(sum(
+            names::CPU,
+            "CPU time of the generator's worker threads.",
+            "s",
+            vec![at.point(Vec::new(), secs(live.cpu))],
+        ));
+    }
+    if let Some(u) = live.saturation() {
+        metrics.push(gauge(
+            names::UTILIZATION,
+            "How busy the generator's worker threads were in the last interval (1: at its own \
+             ceiling, the figures measure the generator).",
+            "1",
+            vec![at.point(Vec::new(), number_data_point::Value::AsDouble(u))],
+        ));
+    }
+    if open && let Some(s) = last {
+        metrics.push(gauge(
+            names::LATENESS,
+            "Open loop: p99 of how late the generator released arrivals in the last interval.",
+            "s",
+            vec![at.point(Vec::new(), secs(Duration::from_micros(s.late_p99_us)))],
+        ));
+    }
+}
+
+/// The target's watched processes in the last interval, when there are any: CPU time, memory,
+/// descriptors, threads, processes.
+fn target_metrics(live: &Live, at: Stamps, metrics: &mut Vec<Metric>) {
+    let Some(t) = live.history.back().and_then(|s| s.target) else {
+        return;
+    };
+    metrics.push(sum(
+        names::TARGET_CPU,
+        "CPU time of the target's watched processes.",
+        "s",
+        vec![at.point(Vec::new(), secs(live.target_cpu))],
+    ));
+    for (name, description, unit, n) in [
+        (
+            names::TARGET_RSS,
+            "Resident memory of the target's watched processes.",
+            "By",
+            t.rss_bytes,
+        ),
+        (
+            names::TARGET_FDS,
+            "Open file descriptors of the target's watched processes.",
+            "{file_descriptor}",
+            t.fds,
+        ),
+        (
+            names::TARGET_THREADS,
+            "Threads of the target's watched processes.",
+            "{thread}",
+            t.threads,
+        ),
+        (
+            names::TARGET_PROCESSES,
+            "The target's watched processes alive.",
+            "{process}",
+            t.processes,
+        ),
+    ] {
+        metrics.push(gauge(
+            name,
+            description,
+            unit,
+            vec![at.point(Vec::new(), int(n))],
+        ));
     }
 }
 

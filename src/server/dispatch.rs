@@ -35,6 +35,7 @@ use super::State;
 use super::audit::Invocation;
 use super::cancel::Ticket;
 use super::context::{Io, Peer};
+use super::fixture_methods;
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
 use super::tools::{Progress, Tool, ToolKind};
@@ -399,7 +400,7 @@ impl State {
             _ => match self
                 .config
                 .conformance
-                .then(|| fixtures::answer(rev, id, method, frame, peer))
+                .then(|| fixture_methods::answer(rev, id, method, frame, peer))
                 .flatten()
             {
                 Some(answer) => return Step::Done(answer),

@@ -305,6 +305,8 @@ fn resume(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Respon
     }
 }
 
+/// POST: one JSON-RPC message or a batch, answered as JSON or on an SSE stream; a 2026-07-28
+/// request statelessly, `initialize` by opening a session, anything else in its session.
 async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
     if media_type(headers, header::CONTENT_TYPE).as_deref() != Some("application/json") {
@@ -361,34 +363,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
     }
 
     if method == "initialize" && session_header.is_none() {
-        let Kind::Request { id } = kind else {
-            return http_error(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                "Invalid Request: initialize must be a request",
-            );
-        };
-        let seat = match seat(state, tenant) {
-            Ok(seat) => seat,
-            Err(refused) => return *refused,
-        };
-        let (rev, out) = state.initialize(id, msg.params);
-        let Some((rev, caps)) = rev else {
-            return reply(state, None, out, None);
-        };
-        return match state.sessions.create(rev, tenant, seat) {
-            Ok(session) => {
-                session.client.set_caps(caps);
-                reply(state, Some(&session), out, Some(session.header_value()))
-            }
-            Err(_) => unavailable(
-                &format!(
-                    "Service Unavailable: too many sessions (this server keeps {}; idle ones are ended); retry later",
-                    state.sessions.max()
-                ),
-                state.sessions.reap_every(),
-            ),
-        };
+        return initialize(state, kind, msg.params, tenant);
     }
 
     let session = match session_of(state, headers, tenant, "POST") {
@@ -425,6 +400,44 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -
                 None => cancelled(state, &session),
             }
         }
+    }
+}
+
+/// `initialize` without a session: the handshake answered and, if it succeeded, a session
+/// opened for the client (503 when the server keeps as many as it may).
+fn initialize(
+    state: &Arc<State>,
+    kind: Kind<'_>,
+    params: Option<&serde_json::value::RawValue>,
+    tenant: Option<u16>,
+) -> Response<Body> {
+    let Kind::Request { id } = kind else {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "Invalid Request: initialize must be a request",
+        );
+    };
+    let seat = match seat(state, tenant) {
+        Ok(seat) => seat,
+        Err(refused) => return *refused,
+    };
+    let (rev, out) = state.initialize(id, params);
+    let Some((rev, caps)) = rev else {
+        return reply(state, None, out, None);
+    };
+    match state.sessions.create(rev, tenant, seat) {
+        Ok(session) => {
+            session.client.set_caps(caps);
+            reply(state, Some(&session), out, Some(session.header_value()))
+        }
+        Err(_) => unavailable(
+            &format!(
+                "Service Unavailable: too many sessions (this server keeps {}; idle ones are ended); retry later",
+                state.sessions.max()
+            ),
+            state.sessions.reap_every(),
+        ),
     }
 }
 

@@ -53,6 +53,7 @@ mod context;
 pub mod credentials;
 mod dispatch;
 mod embedded;
+mod fixture_methods;
 mod fixtures;
 mod http;
 mod legacy_sse;
