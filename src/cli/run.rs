@@ -358,11 +358,8 @@ fn run_plan(
     (display, metrics): (Display, Option<std::net::TcpListener>),
     format: SummaryFormat,
 ) -> ExitCode {
-    let plan = match scenario::load_with(file, overrides) {
-        Ok(p) => match p.sharded(shard) {
-            Ok(p) => Arc::new(p),
-            Err(e) => return error(format_args!("{}: {e}", file.display())),
-        },
+    let plan = match scenario::load_finished(file, overrides, shard) {
+        Ok(p) => Arc::new(p),
         Err(e) => return error(e),
     };
     if (plan.ab.is_some() || plan.find_max.is_some()) && opts.start != driver::start::StartAt::Now {

@@ -4,7 +4,6 @@
 
 pub mod ab_slices;
 mod collect;
-mod context;
 pub mod divergence;
 pub mod expect;
 pub mod findmax;
@@ -14,6 +13,7 @@ pub mod oauth;
 mod pacing;
 pub mod repeat;
 pub mod resolve;
+mod run_context;
 pub mod runner;
 pub mod schedule;
 mod shards;

@@ -8,7 +8,7 @@ use std::future::poll_fn;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::context::Ctx;
+use super::run_context::Ctx;
 use crate::scenario::plan::Model;
 
 /// A virtual user's pacing: what its next request waits for.

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-pub use super::context::{Ctx, redact};
 use super::pacing::{Pool, Quota, Round};
+pub use super::run_context::{Ctx, redact};
 use super::schedule::{Arrivals, DispatchClock};
 use super::shards::{InFlight, Shards, Slots, thread_cpu};
 use super::user::{Drive, virtual_user};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::collect::{Stopped, Watch, collect, run_id};
-use super::context::context;
+use super::run_context::context;
 use super::{
     Checked, Interrupt, RunError, RunOptions, RunOutput, check, limits, runner, start, target_pids,
 };

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
-use super::context::{Ctx, redact};
 use super::divergence;
 use super::pacing::{Pacing, Pool, Quota, REPLAY_LEAD, Round, pause};
+use super::run_context::{Ctx, redact};
 use super::shards::{InFlight, Shards, Slots};
 use crate::client::request::RequestTemplate;
 use crate::client::sessions::{Opening, claim_or_wait};

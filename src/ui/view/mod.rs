@@ -8,7 +8,7 @@
 mod charts;
 mod one_operation;
 mod overview;
-mod spectrum;
+mod spectrum_view;
 mod status;
 
 use ratatui::Frame;
@@ -260,7 +260,7 @@ pub fn draw(frame: &mut Frame, live: Option<&Live>, state: &ViewState) {
     status::header(frame, head, live, state, &theme);
     match state.view {
         View::Overview => overview::overview(frame, body, live, state, &theme),
-        View::Distribution => spectrum::distribution(frame, body, live, &theme),
+        View::Distribution => spectrum_view::distribution(frame, body, live, &theme),
         View::Operation => one_operation::operation(frame, body, live, state, &theme),
     }
     status::footer(frame, foot, state, &theme);
