@@ -177,7 +177,9 @@ fn a_finished_dashboard_whose_terminal_closes_exits() {
     let dir = scratch();
     let pid_file = dir.path().join("pid");
     let line = format!(
-        "cd {repo} && {bin} run scenarios/quickstart.toml --duration 2s --set load.warmup=0s --output {out} & echo $! > {pid}; wait",
+        // In the background of a shell (its standard input /dev/null, keys read from /dev/tty),
+        // `$!` being mcpbench itself.
+        "cd {repo}; {bin} run scenarios/quickstart.toml --duration 2s --set load.warmup=0s --output {out} & echo $! > {pid}; wait",
         repo = repo().display(),
         bin = env!("CARGO_BIN_EXE_mcpbench"),
         out = dir.path().join("run").display(),

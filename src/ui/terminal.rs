@@ -85,12 +85,31 @@ pub enum Input {
     Gone,
 }
 
+/// The terminal crossterm reads keys from: standard input when it is one, else the process's
+/// controlling terminal (a run started in the background has /dev/null as its standard input,
+/// which is always readable: polling it would spin).
+#[cfg(target_os = "linux")]
+fn key_source() -> Option<&'static std::fs::File> {
+    use std::io::IsTerminal;
+    static TTY: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    if std::io::stdin().is_terminal() {
+        return None;
+    }
+    TTY.get_or_init(|| std::fs::File::open("/dev/tty").ok())
+        .as_ref()
+}
+
 /// Waits at most `timeout` for input on the terminal, without reading it.
 #[cfg(target_os = "linux")]
 pub fn wait_input(timeout: std::time::Duration) -> Input {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::AsFd;
     let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let fd = match key_source() {
+        Some(tty) => tty.as_fd(),
+        None => stdin.as_fd(),
+    };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
     let t = Timespec {
         tv_sec: timeout.as_secs() as i64,
         tv_nsec: i64::from(timeout.subsec_nanos()),
