@@ -7,7 +7,7 @@
 //! holds the checks that span tables. The model (`plan`) imports none of its builders.
 //! `check` holds what every check shares (the range helper, closed sets of names, key hints,
 //! "did you mean"), `locate` turns a byte offset into line, column and key. Nothing here knows the reference server: whether a tool
-//! exists is asked of the target itself, before load (`driver::preflight`), with the
+//! exists is asked of the target itself, before load (`client::workload_fit`), with the
 //! [`Place`] each workload entry keeps.
 //!
 //! `overrides` applies command-line flags (`--concurrency`, `--set load.timeout=2s`) to the

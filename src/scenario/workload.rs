@@ -2,7 +2,7 @@
 //! template (with an optional JSON Lines file of rows), progress.
 //!
 //! Whether the target has the tool, and whether the generated arguments fit its input schema,
-//! is asked of the target before load (`driver::preflight`), at the [`Place`] kept here.
+//! is asked of the target before load (`client::workload_fit`), at the [`Place`] kept here.
 
 use std::path::Path;
 use std::sync::Arc;
