@@ -1,8 +1,8 @@
-//! The MCP client every part uses: an [`Endpoint`] built one way from a target (endpoint), a
-//! session over every transport (sessions: the one `match` on the transport kind), the
-//! handshake (initialize or discover, with the reason a server refused), `tools/list` walked to
-//! the end (listing), the bytes of a workload call (request), and a workload held to what a
-//! server lists (workload_fit).
+//! The MCP client every part uses: an [`Endpoint`](crate::transport::Endpoint) built one way
+//! from a target (endpoint), a session over every transport (sessions: the one `match` on the
+//! transport kind), the handshake (initialize or discover), what went wrong in a person's words
+//! (failure), `tools/list` walked to the end (listing), the bytes of a workload call (request),
+//! and a workload held to what a server lists (workload_fit).
 //!
 //! The driver's preflight and virtual users, the gateway's upstream pools, `probe`, `init` and
 //! `record` all open sessions through here; none of them reaches into the driver for it.

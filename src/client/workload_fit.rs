@@ -27,7 +27,7 @@ pub struct Trial {
 
 /// Sends each workload entry of `plan` once, on one session, with the bytes a load run would
 /// send (`mcpbench init` keeps the tools that answer). The endpoint must have passed
-/// [`connect`].
+/// [`connect`](super::connect).
 pub async fn trial(ep: Arc<Endpoint>, plan: Arc<Plan>) -> Result<Vec<Trial>, PreflightError> {
     on_session(ep, Trials(plan)).await
 }

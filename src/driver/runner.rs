@@ -3,7 +3,7 @@
 //! Each worker thread runs a current-thread Tokio runtime with its share of the virtual users,
 //! all recording into one thread-local [`Recorder`] (in a `RefCell`: no lock, no atomic). The
 //! shard goes to the collector when its interval ends (see `Shards`): every event lands in
-//! the interval of the [`Grid`] its time falls in.
+//! the interval of the [`Grid`](crate::metrics::grid::Grid) its time falls in.
 //!
 //! One loop serves both load models. Closed loop: a virtual user starts its next request when
 //! the previous one ended (after an optional think time), while the concurrency profile counts
