@@ -5,8 +5,10 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use super::handshake::OPEN_TIMEOUT_MIN;
 use crate::protocol::jsonrpc::Codec;
 use crate::protocol::version::Revision;
+use crate::scenario::Plan;
 use crate::scenario::plan::Remote;
 use crate::transport::net::{IdentityFiles, NetTarget, TlsClient, Trust};
 use crate::transport::url::Url;
@@ -45,6 +47,18 @@ pub fn blank(kind: TransportKind, protocol: Revision, timeout: Duration) -> Endp
         id_base: 0,
         children: Default::default(),
     }
+}
+
+/// The endpoint of a scenario's connection before its target is filled in: its transport,
+/// the revision it offers first, HTTP/2 or not, and a session opening bounded by the request
+/// timeout but never under [`OPEN_TIMEOUT_MIN`] (a child process or a TLS handshake is
+/// slower than a call).
+pub fn for_plan(plan: &Plan) -> Endpoint {
+    let conn = plan.connection();
+    let timeout = plan.load.timeout.max(OPEN_TIMEOUT_MIN);
+    let mut ep = blank(conn.transport, conn.protocol.offered(), timeout);
+    ep.http2 = conn.http2;
+    ep
 }
 
 /// Points `ep` at a URL: its address (resolved), TLS client and `Host`, and its path.

@@ -5,9 +5,8 @@ use std::net::SocketAddr;
 
 use super::{RunError, RunOptions};
 use crate::client::endpoint::{self, net_target};
-use crate::protocol::version::Revision;
 use crate::scenario::plan::Embedded;
-use crate::scenario::{Plan, ProtocolChoice, Target};
+use crate::scenario::{Plan, Target};
 use crate::server::EmbeddedServers;
 use crate::transport::net::NetTarget;
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
@@ -67,20 +66,7 @@ fn usable_source(ip: std::net::IpAddr, target: SocketAddr) -> Result<(), RunErro
 }
 
 fn resolve_target(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
-    let conn = plan.connection();
-    let protocol = match conn.protocol {
-        ProtocolChoice::Fixed(r) => r,
-        ProtocolChoice::Auto => Revision::V2026_07_28,
-    };
-    // Opening a session (connecting, TLS, launching a process, the handshake) gets at least
-    // 5 s whatever the request timeout: a child process or a TLS handshake is slower than a
-    // call.
-    let mut endpoint = endpoint::blank(
-        conn.transport,
-        protocol,
-        plan.load.timeout.max(OPEN_TIMEOUT_MIN),
-    );
-    endpoint.http2 = conn.http2;
+    let mut endpoint = endpoint::for_plan(plan);
     endpoint.codec = opts.codec;
     match &plan.target {
         Target::Embedded(e) => embedded(e, endpoint),

@@ -89,7 +89,7 @@ impl UpstreamSpec {
         }
         let mut ep = endpoint::blank(
             TransportKind::StreamableHttp,
-            Revision::V2026_07_28,
+            ProtocolChoice::Auto.offered(),
             timeout,
         );
         let mut protocol = ProtocolChoice::Auto;

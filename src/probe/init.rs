@@ -11,15 +11,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::client::endpoint::{blank, of_remote};
-use crate::client::handshake::OPEN_TIMEOUT_MIN;
+use crate::client::endpoint::{for_plan, of_remote};
 use crate::client::workload_fit::{check_workload, trial};
 use crate::client::{self, ClientError, Preflight, PreflightError};
 use crate::metrics::outcome::Outcome;
 use crate::protocol::schema;
-use crate::protocol::version::Revision;
 use crate::scenario::{self, ScenarioError};
-use crate::scenario::{Diagnostic, Plan, ProtocolChoice, Target};
+use crate::scenario::{Diagnostic, Plan, Target};
 use crate::transport::Endpoint;
 
 /// What `init` needs to know (its command line).
@@ -89,24 +87,16 @@ pub struct Written {
 /// The scenario's target as the client reaches it: a session opened (revision found), its
 /// tools listed, the workload's tools and generated arguments held to them.
 fn connect(plan: &Plan, rt: &tokio::runtime::Runtime) -> Result<(Endpoint, Preflight), InitError> {
-    let conn = plan.connection();
-    let offered = match conn.protocol {
-        ProtocolChoice::Fixed(r) => r,
-        ProtocolChoice::Auto => Revision::V2026_07_28,
-    };
-    let mut ep = blank(
-        conn.transport,
-        offered,
-        plan.load.timeout.max(OPEN_TIMEOUT_MIN),
-    );
+    let mut ep = for_plan(plan);
     if let Target::Remote(r) = &plan.target {
         of_remote(&mut ep, r)?;
     }
-    let pre =
-        client::connect(rt, conn.protocol, &mut ep).map_err(|source| InitError::Unusable {
+    let pre = client::connect(rt, plan.connection().protocol, &mut ep).map_err(|source| {
+        InitError::Unusable {
             url: url_of(plan),
             source,
-        })?;
+        }
+    })?;
     check_workload(plan, &pre).map_err(InitError::Workload)?;
     Ok((ep, pre))
 }

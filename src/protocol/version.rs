@@ -98,6 +98,17 @@ pub enum ProtocolChoice {
     Auto,
 }
 
+impl ProtocolChoice {
+    /// The revision a client offers first: the fixed one, or for `auto` 2026-07-28 (probed
+    /// with `server/discover`; the handshake era is the fallback).
+    pub fn offered(self) -> Revision {
+        match self {
+            ProtocolChoice::Fixed(r) => r,
+            ProtocolChoice::Auto => Revision::V2026_07_28,
+        }
+    }
+}
+
 impl std::fmt::Display for ProtocolChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
