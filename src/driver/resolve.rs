@@ -11,8 +11,6 @@ use crate::server::EmbeddedServers;
 use crate::transport::net::NetTarget;
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
-pub use crate::client::handshake::OPEN_TIMEOUT_MIN;
-
 /// A target ready to connect to.
 #[derive(Debug)]
 pub struct Resolved {
