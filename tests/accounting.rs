@@ -36,6 +36,7 @@ fn release_binaries() -> std::path::PathBuf {
 }
 
 #[test]
+#[ignore = "builds the release binaries and drives a million calls: scripts/test runs this"]
 fn a_million_rest_backed_calls_are_each_counted_once_and_match_the_backend() {
     let bin = release_binaries();
     let (_backend, backend_addr) = listening(Command::new(bin.join("mock-backend")).args([

@@ -23,6 +23,7 @@ fn chromium(args: &[&str], out: &Path) -> std::process::Output {
 }
 
 #[test]
+#[ignore = "needs chromium: scripts/test installs it and runs this"]
 fn report_html_renders_its_plots_in_chromium() {
     let dir = scratch();
     let (code, o, e, out) =

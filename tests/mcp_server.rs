@@ -344,6 +344,7 @@ fn called<'a>(v: &'a Value, label: &str, error: bool) -> &'a Value {
 /// compares the runs, and is refused a target off the allow-list and a duration over the bound;
 /// with `auto` it speaks 2026-07-28 and probes.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn interop_python_sdk_client() {
     let srv = launch(Config::default());
     let root = scratch();
@@ -430,6 +431,7 @@ fn interop_python_sdk_client() {
 /// 22) with `mcpbench mcp` as its stdio server: `tools/list`, and `tools/call probe` in both
 /// eras (its client checks structuredContent against the outputSchema too).
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn interop_inspector_cli() {
     let srv = launch(Config::default());
     let home = scratch();

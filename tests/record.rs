@@ -564,6 +564,7 @@ pub fn record_python_client(dir: &Path) -> (PathBuf, Value) {
 /// The Python SDK client's requests, recorded in front of server-everything: its sequence, and
 /// its pauses kept in the arrival times (within ±50 ms).
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn interop_python_client_recorded_in_front_of_server_everything() {
     let dir = scratch();
     let (path, printed) = record_python_client(dir.path());
@@ -620,6 +621,7 @@ fn interop_python_client_recorded_in_front_of_server_everything() {
 /// requests in the same order (in one session, after the preflight's), each gap between
 /// arrivals within ±50 ms of the recorded one.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn interop_python_client_trace_replays_with_zero_divergence_and_its_timing() {
     use crate::interop::harness::{node, server_everything};
     let dir = scratch();

@@ -93,6 +93,7 @@ fn shell(dir: &Path, env: &str, duration: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs tmux: scripts/test installs it and runs this"]
 fn dashboard_shows_the_run_and_q_stops_it() {
     let dir = scratch();
     let tmux = Tmux::start(dir.path(), &shell(dir.path(), "", "60s"), 100, 30);
@@ -143,6 +144,7 @@ fn dashboard_shows_the_run_and_q_stops_it() {
 }
 
 #[test]
+#[ignore = "needs tmux: scripts/test installs it and runs this"]
 fn a_panic_in_the_dashboard_restores_the_terminal_and_the_run_goes_on() {
     let dir = scratch();
     let env = "MCPBENCH_TEST_DASHBOARD_PANIC=1";
@@ -173,6 +175,7 @@ fn a_panic_in_the_dashboard_restores_the_terminal_and_the_run_goes_on() {
 /// SIGHUP, and reads that return end-of-file for ever) the process ends — it once spun a
 /// core at 100 % in crossterm's read loop, waiting for a key that could never come.
 #[test]
+#[ignore = "needs tmux: scripts/test installs it and runs this"]
 fn a_finished_dashboard_whose_terminal_closes_exits() {
     let dir = scratch();
     let pid_file = dir.path().join("pid");

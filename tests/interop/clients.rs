@@ -79,6 +79,7 @@ fn output(label: &str, cmd: &mut Command) -> Output {
 /// HTTP in the handshake era (`legacy`), with `auto` (server/discover → 2026-07-28) and pinned
 /// to 2026-07-28. Every progress notification arrives, in order, on every transport.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn python_sdk_client() {
     let srv = servers(Default::default(), 0, 100, Default::default());
     let a = srv.mcp_addr;
@@ -125,6 +126,7 @@ fn python_sdk_client() {
 /// HTTP, where each SSE event is a separate read, all three arrive; elsewhere some may be
 /// missing, but those that arrive are in order.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn typescript_sdk_client() {
     let srv = servers(Default::default(), 0, 100, Default::default());
     let a = srv.mcp_addr;
@@ -163,6 +165,7 @@ fn typescript_sdk_client() {
 /// (`--protocol-era legacy` and `modern`) and over legacy SSE. A 2026-07-28 result is told
 /// apart by the `_meta` serverInfo the reference server adds only in that era.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn inspector_cli() {
     let srv = servers(Default::default(), 0, 100, Default::default());
     let a = srv.mcp_addr;

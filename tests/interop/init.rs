@@ -7,6 +7,7 @@ use super::harness::{Peer, node, python, script, server_everything};
 use crate::support::{init_runs_clean, scratch};
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn init_against_server_everything_over_stdio() {
     let dir = scratch();
     let node = node().display().to_string();
@@ -28,6 +29,7 @@ fn init_against_server_everything_over_stdio() {
 }
 
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn init_against_the_python_sdk_over_streamable_http() {
     let mut c = std::process::Command::new(python());
     c.arg(script("servers/py_server.py")).arg("http");

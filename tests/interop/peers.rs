@@ -137,6 +137,7 @@ fn url(scheme: &str, addr: SocketAddr, path: &str) -> String {
 /// priming event (empty data, SEP-1699) before the message: counted as streamed, not as events.
 /// Offering 2026-07-28 outright is refused before any load with the server's 400.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn server_everything_streamable_http() {
     let mut peer = Peer::spawn(
         "server-everything streamableHttp",
@@ -196,6 +197,7 @@ fn server_everything_streamable_http() {
 /// Legacy HTTP+SSE (GET /sse, POST /message?sessionId=…, 202, replies on the stream, an
 /// unsolicited `notifications/tools/list_changed` after `initialized`), per-VU and shared.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn server_everything_legacy_sse() {
     let mut peer = Peer::spawn(
         "server-everything sse",
@@ -225,6 +227,7 @@ fn server_everything_legacy_sse() {
 /// Stdio: one shared child, or a child per VU; `auto` probes server/discover (-32601 on
 /// stdio) and falls back to 2025-11-25.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn server_everything_stdio() {
     let cmd = format!(
         "command = [\"{}\", \"{}\", \"stdio\"]",
@@ -353,6 +356,7 @@ impl RawWs {
 /// cancellation never reaches the server, which answers anyway. mcpbench tolerates (1): ids (so
 /// progress tokens) differ per connection, so per-VU sessions count exactly their own events.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn supergateway_websocket() {
     let mut peer = supergateway("supergateway stdio→ws", "ws", &[]);
     let addr = peer.addr();
@@ -453,6 +457,7 @@ fn supergateway_websocket() {
 /// answer and replaced the kept initialize/tools/list result: "protocol violation
 /// (handshake)" or "lists no tools" whenever another client was busy).
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn supergateway_legacy_sse() {
     let mut peer = supergateway("supergateway stdio→sse", "sse", &[]);
     let addr = peer.addr();
@@ -542,6 +547,7 @@ fn supergateway_legacy_sse() {
 /// holding another's session id uses it, listens on it and ends it) and exits 1; its session
 /// ids are UUIDs, which pass the guessing check.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn probe_tenants_names_what_supergateway_leaves_open() {
     let mut peer = supergateway(
         "supergateway stdio→streamableHttp --stateful (tenants)",
@@ -589,6 +595,7 @@ fn probe_tenants_names_what_supergateway_leaves_open() {
 /// supergateway stdio→Streamable HTTP `--stateful`: a child server per session (about a second
 /// to start each: the runs are longer), SSE responses, session ids.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn supergateway_streamable_http_stateful() {
     let mut peer = supergateway(
         "supergateway stdio→streamableHttp --stateful",
@@ -629,6 +636,7 @@ fn fastmcp_server(mode: &str) -> Peer {
 /// stateless one (JSON responses, no session), each in the handshake era and in 2026-07-28
 /// (server/discover, `_meta`, no session), fixed and found by `auto`.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn python_sdk_streamable_http() {
     let mut stateful = py_server("http");
     let mut stateless = py_server("http-stateless");
@@ -660,6 +668,7 @@ fn python_sdk_streamable_http() {
 
 /// The Python SDK's legacy HTTP+SSE transport (`/sse`, POST `/messages/?session_id=…`).
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn python_sdk_legacy_sse() {
     let mut peer = py_server("sse");
     let target = format!("transport = \"sse\"\n{}", url("http", peer.addr(), "/sse"));
@@ -683,6 +692,7 @@ fn python_sdk_legacy_sse() {
 /// The Python SDK over stdio: `auto` finds 2026-07-28 (fastmcp_stdio covers the handshake era
 /// on a Python stdio server; each Python start costs seconds).
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn python_sdk_stdio() {
     run_clean(
         "python sdk stdio auto",
@@ -699,6 +709,7 @@ fn python_sdk_stdio() {
 
 /// fastmcp over Streamable HTTP (both eras) and legacy SSE.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn fastmcp_http_and_sse() {
     let mut http_peer = fastmcp_server("http");
     let mut sse_peer = fastmcp_server("sse");
@@ -729,6 +740,7 @@ fn fastmcp_http_and_sse() {
 /// fastmcp over stdio, handshake era (python_sdk_stdio covers 2026-07-28 on stdio). Its first
 /// tool call after start takes about a second (lazy imports): a longer run.
 #[test]
+#[ignore = "needs the pinned MCP peers (interop/setup.sh): scripts/test runs this"]
 fn fastmcp_stdio() {
     run_clean(
         "fastmcp stdio 2025-11-25",
