@@ -20,6 +20,7 @@ mod interop;
 mod load_models;
 mod matrix;
 mod mcp_server;
+mod oneliner;
 mod otlp;
 mod outcomes;
 mod preflight;
