@@ -21,6 +21,7 @@ mod load_models;
 mod matrix;
 mod mcp_server;
 mod needs;
+mod oneliner;
 mod otlp;
 mod outcomes;
 mod preflight;

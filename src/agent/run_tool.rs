@@ -71,35 +71,6 @@ impl Length {
     }
 }
 
-/// A JSON value as TOML; `at` names it when it has no TOML form (null).
-fn to_toml(v: &Value, at: &str) -> Result<toml::Value, String> {
-    Ok(match v {
-        Value::Null => {
-            return Err(format!(
-                "`{at}` is null, which a scenario cannot hold: leave it out"
-            ));
-        }
-        Value::Bool(b) => toml::Value::Boolean(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => toml::Value::Integer(i),
-            (None, Some(f)) => toml::Value::Float(f),
-            _ => return Err(format!("`{at}`: {n} is out of range")),
-        },
-        Value::String(s) => toml::Value::String(s.clone()),
-        Value::Array(a) => toml::Value::Array(
-            a.iter()
-                .enumerate()
-                .map(|(i, x)| to_toml(x, &format!("{at}[{i}]")))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Object(o) => toml::Value::Table(
-            o.iter()
-                .map(|(k, x)| Ok((k.clone(), to_toml(x, &format!("{at}.{k}"))?)))
-                .collect::<Result<_, String>>()?,
-        ),
-    })
-}
-
 impl RunArgs {
     /// The scenario TOML these arguments describe. The bounds cap an open loop's default
     /// requests in flight (the scenario's default grows with the rate) and the default request
@@ -202,7 +173,7 @@ impl RunArgs {
                 t.insert("weight".into(), i64::from(weight).into());
             }
             if let Some(a) = &w.arguments {
-                let args = to_toml(
+                let args = scenario::json_to_toml(
                     &Value::Object(a.clone()),
                     &format!("workload[{i}].arguments"),
                 )?;

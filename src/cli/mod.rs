@@ -14,6 +14,7 @@
 //! written).
 
 mod inspect;
+mod oneliner;
 mod recording;
 mod results;
 mod run;
@@ -29,6 +30,7 @@ use crate::probe::init::InitOptions;
 pub use inspect::{
     CompletionsArgs, DoctorArgs, ProbeArgs, SchemaArgs, SchemaKind, TableFormat, ValidateArgs,
 };
+pub use oneliner::QuickArgs;
 pub use recording::{RecordArgs, TraceArgs, TraceCommand};
 pub use results::{CompareArgs, CompareFormat, MergeArgs, ReportArgs};
 pub use run::{DisplayArgs, Overrides, ProgressFormat, RunArgs, ScaleArgs};
@@ -47,9 +49,27 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scenario and write its results. A live dashboard shows the run when stdout is a
-    /// terminal (q, Esc or Ctrl-C stop it; results are written either way).
-    #[command(after_help = "Examples:\n  mcpbench run scenarios/quickstart.toml\n  \
+    /// Run a scenario file, or a quick test of a server given by its URL (or `-- CMD`), and
+    /// write its results.
+    ///
+    /// A live dashboard shows the run when stdout is a terminal (q, Esc or Ctrl-C stop it;
+    /// results are written either way).
+    ///
+    /// A quick test (`mcpbench run URL`, or `mcpbench run -- CMD ARGS…` for a stdio server)
+    /// needs no file: its flags become a scenario, written to `scenario.toml` in the run's
+    /// directory (`results/<UTC time>-<tool, or tools-list>`, or --output) and run like any
+    /// scenario file; `mcpbench run DIR/scenario.toml` repeats the test, and the file is
+    /// there to edit. Each request is `tools/list`, or with --tool NAME a `tools/call` of that
+    /// tool with the --args JSON object. Defaults: 8 virtual users (closed loop) for 10s, no
+    /// warm-up, a 10s request timeout. -c/--concurrency N sets the virtual users; --rate R
+    /// runs an open loop instead, R requests per second (-c then caps the requests in
+    /// flight); -d/--duration sets how long. -H and --set are written into the scenario.
+    #[command(after_help = "Examples:\n  \
+        mcpbench run http://127.0.0.1:8080/mcp\n  \
+        mcpbench run http://127.0.0.1:8080/mcp -c 16 -d 30s --tool echo --args '{\"message\":\"hi\"}'\n  \
+        mcpbench run --rate 500 -d 1m -- python server.py\n  \
+        mcpbench run results/20260101T120000Z-echo/scenario.toml\n  \
+        mcpbench run scenarios/quickstart.toml\n  \
         mcpbench run gateway.toml --url http://127.0.0.1:8080/mcp --concurrency 64 --duration 2m\n  \
         mcpbench run gateway.toml --rate 2000 --set load.timeout=2s --no-tui --progress json")]
     Run(RunArgs),

@@ -1,5 +1,6 @@
 //! `mcpbench run`: its options, the scenario overrides, the shard and start of a split run,
-//! how the run is shown; then one run, repeated runs, an A/B run or a find-max search.
+//! how the run is shown; then one run, repeated runs, an A/B run or a find-max search. A quick
+//! test (a URL or `-- CMD` instead of a scenario file) is made a scenario file by `oneliner`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::oneliner::{Given, QuickArgs, given, write_quick};
 use super::signals::watch_signals;
 use super::{EXIT_ERROR, EXIT_FAILED, SummaryFormat, error};
 use crate::driver::{self, RunOptions};
@@ -14,10 +16,17 @@ use crate::protocol::jsonrpc::Codec;
 use crate::scenario::{self, Override};
 use crate::ui::{Display, Watcher};
 
-/// `run`'s command line.
+/// `run`'s command line. `-c` and `-d` are short for the overrides `--concurrency` and
+/// `--duration` (as in oha and hey).
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("concurrency", |a| a.short('c')),
+    mut_arg("duration", |a| a.short('d'))
+)]
 pub struct RunArgs {
-    /// The scenario file (TOML); `mcpbench init` writes one for your server.
+    /// A scenario file (TOML; `mcpbench init` writes one for your server), or for a quick test
+    /// the server's URL: http://, https://, ws:// or wss://.
+    #[arg(value_name = "SCENARIO|URL")]
     pub scenario: Option<PathBuf>,
     /// Directory for this run's results (default: `results/<UTC time>-<name>`).
     #[arg(long, short)]
@@ -50,6 +59,8 @@ pub struct RunArgs {
     /// `--format prometheus` the last run's.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub repeat: u16,
+    #[command(flatten)]
+    pub quick: QuickArgs,
     #[command(flatten)]
     pub overrides: Overrides,
     #[command(flatten)]
@@ -265,11 +276,12 @@ impl DisplayArgs {
     }
 }
 
-/// `run`: the options checked and made ready (overrides, shard and start, OTLP export, the
-/// metrics endpoint, the display), then the run.
+/// `run`: the options checked and made ready (the scenario or quick test, overrides, shard
+/// and start, OTLP export, the metrics endpoint, the display), then the run.
 pub(super) fn run(a: RunArgs) -> ExitCode {
     let RunArgs {
         scenario,
+        quick,
         output,
         results_root,
         codec,
@@ -282,14 +294,8 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         display,
         scale,
     } = a;
-    let Some(scenario) = scenario else {
-        return error(
-            "no scenario given: try `mcpbench run scenarios/quickstart.toml` (built-in \
-             servers), or `mcpbench init URL` to write one for your server",
-        );
-    };
-    let overrides = match overrides.list() {
-        Ok(o) => o,
+    let source = match source(scenario, quick, &overrides) {
+        Ok(s) => s,
         Err(e) => return error(e),
     };
     let (shard, start) = match scale.resolve(&|k| std::env::var(k).ok()) {
@@ -304,7 +310,7 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         }),
         Err(e) => return error(e),
     };
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         otlp,
         start,
         source_address: scale.source_address,
@@ -312,7 +318,6 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         results_root,
         codec,
         workers,
-        scenario_file: scenario.display().to_string(),
         grace,
         target_pids: target_pid,
         ..RunOptions::default()
@@ -329,6 +334,14 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         Some(Err(e)) => return error(format_args!("--metrics-listen: {e}")),
     };
     let display = display.display(std::io::stdout().is_terminal());
+    let (scenario, overrides) = match source {
+        Source::File(file, overrides) => (file, overrides),
+        Source::Quick(q, overrides) => match write_quick(&q, &overrides, &mut opts) {
+            Ok(file) => (file, Vec::new()),
+            Err(e) => return error(e),
+        },
+    };
+    opts.scenario_file = scenario.display().to_string();
     run_plan(
         &scenario,
         (&overrides, shard),
@@ -336,6 +349,43 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         (display, metrics),
         format,
     )
+}
+
+/// What `run` loads: a scenario file with the command line's overrides, or a quick test and
+/// the overrides to write into its scenario.
+enum Source {
+    File(PathBuf, Vec<Override>),
+    Quick(scenario::Quick, Vec<Override>),
+}
+
+/// The source the positional argument, `-- CMD` and the flags name. A quick test takes -c, -d
+/// and --rate as its own load; the other overrides are written over its scenario.
+fn source(positional: Option<PathBuf>, q: QuickArgs, o: &Overrides) -> Result<Source, String> {
+    let target = match given(positional, &q)? {
+        Given::File(file) => return Ok(Source::File(file, o.list()?)),
+        Given::Quick(target) => target,
+    };
+    if let Some(u) = &o.url {
+        return Err(format!(
+            "--url {u} replaces a scenario file's target; a quick test's target is the URL \
+             given first (or the command after `--`)"
+        ));
+    }
+    let others = Overrides {
+        concurrency: None,
+        rate: None,
+        duration: None,
+        ..o.clone()
+    };
+    let quick = scenario::Quick {
+        target,
+        tool: q.tool,
+        arguments: q.args,
+        concurrency: o.concurrency,
+        rate: o.rate,
+        duration: o.duration.clone(),
+    };
+    Ok(Source::Quick(quick, others.list()?))
 }
 
 /// What a run (or a search, or repeated runs) ended with, for the exit code.
@@ -481,4 +531,113 @@ fn conclude(f: Finished, interrupt: &driver::Interrupt, watcher: &Watcher) -> Ex
         );
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    /// Splits a shell line as `sh` would for the examples: words, '…' and "…" quoting.
+    fn words(line: &str) -> Vec<String> {
+        let (mut out, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+        for c in line.chars() {
+            match (quote, c) {
+                (None, ' ') if started => {
+                    out.push(std::mem::take(&mut word));
+                    started = false;
+                }
+                (None, ' ') => {}
+                (None, '\'' | '"') => (quote, started) = (Some(c), true),
+                (Some(q), c) if c == q => quote = None,
+                (_, c) => {
+                    word.push(c);
+                    started = true;
+                }
+            }
+        }
+        if started {
+            out.push(word);
+        }
+        out
+    }
+
+    #[test]
+    fn every_example_of_run_parses() {
+        let cmd = super::super::Cli::command();
+        let run = cmd.find_subcommand("run").expect("run");
+        let help = run.get_after_help().expect("examples").to_string();
+        let examples: Vec<&str> = help
+            .lines()
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter(|l| l.starts_with("mcpbench run"))
+            .collect();
+        assert!(examples.len() >= 5, "{help}");
+        assert!(
+            examples[0].starts_with("mcpbench run http://"),
+            "one-liners first"
+        );
+        for e in examples {
+            let argv = words(e);
+            if let Err(err) = super::super::Cli::try_parse_from(&argv) {
+                panic!("{e}: {err}");
+            }
+        }
+        assert_eq!(
+            words(r#"run --args '{"a":"b c"}' -- x"#),
+            ["run", "--args", r#"{"a":"b c"}"#, "--", "x"]
+        );
+    }
+
+    /// `run`'s parsed command line.
+    fn args(line: &str) -> RunArgs {
+        match super::super::Cli::try_parse_from(words(line)) {
+            Ok(super::super::Cli {
+                command: super::super::Command::Run(a),
+            }) => a,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    /// The quick test a command line names, and the overrides to write into its scenario.
+    fn quick(line: &str) -> (scenario::Quick, Vec<Override>) {
+        let a = args(line);
+        match source(a.scenario, a.quick, &a.overrides) {
+            Ok(Source::Quick(q, o)) => (q, o),
+            Ok(Source::File(f, _)) => panic!("{line}: a file {}", f.display()),
+            Err(e) => panic!("{line}: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_positional_is_a_url_or_a_file_and_the_flags_make_the_quick_test() {
+        let (q, o) = quick("mcpbench run wss://gw.example/mcp -c 3 -d 2m -H 'A: b'");
+        assert_eq!(
+            q.target,
+            scenario::QuickTarget::Url("wss://gw.example/mcp".into())
+        );
+        assert_eq!(
+            (q.concurrency, q.duration.as_deref()),
+            (Some(3), Some("2m"))
+        );
+        assert_eq!(q.tool, None);
+        // The load's flags are the quick test's; the rest are written over its scenario.
+        assert_eq!(o.len(), 1);
+        assert_eq!(o[0].key, "target.headers.A");
+        let (q, o) = quick("mcpbench run --rate 9.5 --tool t --args '{\"n\":1}' -- srv --stdio");
+        let scenario::QuickTarget::Command { argv, cwd } = &q.target else {
+            panic!("{q:?}")
+        };
+        assert_eq!(argv, &["srv", "--stdio"]);
+        assert!(Path::new(cwd).is_absolute());
+        assert_eq!(q.rate, Some(9.5));
+        assert_eq!(q.arguments.unwrap()["n"], toml::Value::Integer(1));
+        assert!(o.is_empty());
+        let a = args("mcpbench run scenarios/quickstart.toml -c 4");
+        let Ok(Source::File(f, o)) = source(a.scenario, a.quick, &a.overrides) else {
+            panic!("not a file")
+        };
+        assert_eq!(f, Path::new("scenarios/quickstart.toml"));
+        assert_eq!(o.last().unwrap().key, "load.concurrency");
+    }
 }

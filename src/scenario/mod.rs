@@ -11,7 +11,8 @@
 //! [`Place`] each workload entry keeps.
 //!
 //! `overrides` applies command-line flags (`--concurrency`, `--set load.timeout=2s`) to the
-//! file's TOML before the same checks run; their errors name the flag.
+//! file's TOML before the same checks run; their errors name the flag. `quick` builds the
+//! scenario of a one-line quick test (`mcpbench run URL --tool NAME`) from its flags.
 
 pub mod args;
 mod assemble;
@@ -22,6 +23,7 @@ mod load;
 mod locate;
 pub mod overrides;
 pub mod plan;
+mod quick;
 pub mod raw;
 mod replay;
 pub mod shard;
@@ -36,10 +38,14 @@ use std::path::Path;
 
 pub use crate::transport::url::parse_url;
 pub use check::closest;
-pub use overrides::{Override, load_with};
+pub use overrides::{Override, apply_all, load_with};
 pub use plan::{
     Connection, Embedded, Load, Method, Pattern, Plan, ProtocolChoice, Remote, Replay, Sessions,
     Target, WorkItem,
+};
+pub use quick::{
+    DEFAULT_CONCURRENCY, DEFAULT_DURATION, DEFAULT_TIMEOUT, Quick, QuickTarget, json_to_toml,
+    text_of,
 };
 pub use shard::Shard;
 pub use thresholds::{Threshold, Thresholds};

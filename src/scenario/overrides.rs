@@ -73,9 +73,7 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioEr
         Ok(d) => d,
         Err(_) => return parse(&name, &text, &env),
     };
-    for o in overrides {
-        apply(&mut doc, o)?;
-    }
+    apply_all(&mut doc, overrides)?;
     let merged = toml::to_string(&doc).map_err(|e| flag_error(&overrides[0], e.to_string()))?;
     match parse(&name, &merged, &env) {
         Ok(plan) => Ok(plan),
@@ -108,6 +106,11 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioEr
     }
 }
 
+/// Applies `overrides` in order to a scenario's TOML; an error names the flag.
+pub fn apply_all(doc: &mut toml::Table, overrides: &[Override]) -> Result<(), ScenarioError> {
+    overrides.iter().try_for_each(|o| apply(doc, o))
+}
+
 /// A TOML dotted key (`a.b`, `a."b.c"`) in the form diagnostics use: segments that are not
 /// bare keys quoted. `None` when it is not one.
 fn dotted(key: &str) -> Option<String> {
@@ -121,7 +124,8 @@ fn dotted(key: &str) -> Option<String> {
     )
 }
 
-fn bare_or_quoted(k: &str) -> String {
+/// A TOML key: bare when it can be, else quoted.
+pub(super) fn bare_or_quoted(k: &str) -> String {
     if !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
