@@ -6,6 +6,7 @@ mod ab;
 mod accounting;
 mod agreement;
 mod architecture;
+mod backend_binary;
 mod browser;
 mod ci_recipes;
 mod cli;
