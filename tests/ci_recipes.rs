@@ -36,8 +36,9 @@ const GITLAB: &str = "docs/ci/gitlab-ci.yml";
 const SCENARIO: &str = "scenarios/ci.toml";
 
 /// A strict reader of the YAML the recipes are written in, to `serde_json::Value` with every
-/// scalar a string (as PyYAML's `BaseLoader` reads it).
-mod yaml {
+/// scalar a string (as PyYAML's `BaseLoader` reads it). The GitHub Action's test reads
+/// `action.yml` with it too.
+pub(crate) mod yaml {
     use serde_json::{Map, Value};
 
     pub fn parse(file: &str, text: &str) -> Result<Value, String> {
@@ -1013,7 +1014,7 @@ fn execute(
 }
 
 /// A JUnit file read by Python's XML parser: (test cases, names of those that failed).
-fn junit(path: &Path) -> (usize, Vec<String>) {
+pub(crate) fn junit(path: &Path) -> (usize, Vec<String>) {
     const READ: &str = "import sys, xml.etree.ElementTree as ET\n\
         root = ET.parse(sys.argv[1]).getroot()\n\
         assert root.tag in ('testsuites', 'testsuite'), root.tag\n\
@@ -1052,7 +1053,7 @@ fn junit(path: &Path) -> (usize, Vec<String>) {
 }
 
 /// Copies a directory's files (those named in `only`, if given) and its subdirectories'.
-fn copy_dir(from: &Path, to: &Path, only: Option<&[&str]>) {
+pub(crate) fn copy_dir(from: &Path, to: &Path, only: Option<&[&str]>) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
@@ -1067,7 +1068,7 @@ fn copy_dir(from: &Path, to: &Path, only: Option<&[&str]>) {
 
 /// A CI workspace: the scenario where the recipe expects it, and `results/` (the recipes'
 /// server step makes it).
-fn workspace(scenario: &str) -> tempfile::TempDir {
+pub(crate) fn workspace(scenario: &str) -> tempfile::TempDir {
     let ws = scratch();
     let dst = ws.path().join(scenario);
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
@@ -1248,7 +1249,13 @@ fn pyyaml() -> Option<std::path::PathBuf> {
 #[test]
 fn recipes_are_yaml() {
     let python = pyyaml();
-    for file in [GITHUB, GITLAB] {
+    // The GitHub Action and its usage example (tests/action.rs) are read the same way.
+    for file in [
+        GITHUB,
+        GITLAB,
+        "action.yml",
+        "docs/ci/github-action-usage.yml",
+    ] {
         let ours = recipe(file);
         let Some(python) = &python else {
             eprintln!(

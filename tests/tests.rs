@@ -4,6 +4,7 @@ mod support;
 
 mod ab;
 mod accounting;
+mod action;
 mod agreement;
 mod architecture;
 mod backend_binary;
