@@ -14,16 +14,7 @@ const CALLS: u64 = 1_000_000;
 /// Builds the release binaries (a no-op when CI built them first); their directory.
 fn release_binaries() -> std::path::PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "mcpbench",
-            "-p",
-            "mock-backend",
-            "--bins",
-        ])
+        .args(["build", "--release", "--quiet", "-p", "mcpbench", "--bins"])
         .current_dir(repo())
         .status()
         .expect("cargo");

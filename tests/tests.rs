@@ -4,8 +4,10 @@ mod support;
 
 mod ab;
 mod accounting;
+mod action;
 mod agreement;
 mod architecture;
+mod backend_binary;
 mod browser;
 mod ci_recipes;
 mod cli;

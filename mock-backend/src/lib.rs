@@ -18,6 +18,8 @@
 //! - [`query`]: percent-decoding of query strings.
 //! - [`stats`]: lock-free per-route counters behind `/stats`.
 //! - [`server`]: [`Config`], [`Backend`] (routing and handlers) and [`serve`].
+//! - [`cli`]: the `mock-backend` command line; the binary that runs it belongs to the root
+//!   `mcpbench` package, so `cargo install` of mcpbench installs both programs.
 //!
 //! # Data flow
 //!
@@ -26,6 +28,7 @@
 //! route's latency, maybe inject a 500, run the handler, add padding, count the outcome.
 
 pub mod accept;
+pub mod cli;
 pub mod data;
 pub mod knobs;
 pub mod query;

@@ -2,6 +2,7 @@
 //! need the pinned peers from `interop/setup.sh` and run in the nextest `full` profile
 //! (`scripts/test`, CI).
 
+mod actionlint;
 mod clients;
 mod conformance;
 mod export;

@@ -1,68 +1,32 @@
-//! The real binary: flags, the "listening on" line, exit codes.
+//! The `mock-backend` binary (the root package's, built from `mock_backend::cli`): flags, the
+//! "listening on" line, exit codes, signals.
 
-use std::{
-    io::{BufRead, BufReader},
-    net::SocketAddr,
-    process::{Command, Stdio},
-};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 
-use hyper::{Method, StatusCode};
-use serde_json::json;
-
-use crate::support::request;
+use crate::support::{Killed, http, listening};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mock-backend");
 
-/// Kills the child even when an assertion fails first.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[tokio::test]
-async fn binary_prints_address_and_serves() {
-    let mut child = Child(
-        Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0", "--contacts", "20"])
-            .args([
-                "--route",
-                "echo:latency=lognormal:p50=1ms,p99=2ms,payload=8",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mock-backend"),
-    );
-    let stdout = child.0.stdout.take().expect("stdout");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    })
-    .await
-    .expect("reader task")
-    .expect("read stdout");
-    let addr: SocketAddr = line
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .parse()
-        .expect("socket address");
+#[test]
+fn binary_prints_address_and_serves() {
+    let (_child, addr) = listening(Command::new(BIN).args([
+        "--listen",
+        "127.0.0.1:0",
+        "--contacts",
+        "20",
+        "--route",
+        "echo:latency=lognormal:p50=1ms,p99=2ms,payload=8",
+    ]));
     assert!(addr.ip().is_loopback());
     assert_ne!(addr.port(), 0);
 
-    let reply = request(addr, Method::GET, "/health", None).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    assert_eq!(reply.json(), json!({"status": "ok"}));
-    let v = request(addr, Method::GET, "/contacts", None).await.json();
-    assert_eq!(v["total"], 20);
-    let v = request(addr, Method::GET, "/echo?msg=hi", None)
-        .await
-        .json();
-    assert_eq!(v["padding"], "xxxxxxxx");
+    let reply = http(addr, "GET", "/health", &[], b"");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json(), serde_json::json!({"status": "ok"}));
+    assert_eq!(http(addr, "GET", "/contacts", &[], b"").json()["total"], 20);
+    let echo = http(addr, "GET", "/echo?msg=hi", &[], b"").json();
+    assert_eq!(echo["padding"], "xxxxxxxx");
 }
 
 #[test]
@@ -83,6 +47,9 @@ fn bad_flags_exit_2_with_a_clear_message() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    let help = Command::new(BIN).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: mock-backend"));
 }
 
 #[test]
@@ -115,13 +82,12 @@ fn signal_right_after_the_line_shuts_down_cleanly() {
         let stdout = child.stdout.take().expect("stdout");
         BufReader::new(stdout).read_line(&mut line).expect("read");
         assert!(line.starts_with("listening on http://"), "{line:?}");
-        let child = Child(child);
+        let mut child = Killed(child);
         let killed = Command::new("kill")
             .args([signal, &child.0.id().to_string()])
             .status()
             .expect("run kill");
         assert!(killed.success());
-        let mut child = child;
         let status = child.0.wait().expect("wait");
         // Exit code 0 means the graceful path ran; death by signal has no code.
         assert_eq!(status.code(), Some(0), "{signal}: {status:?}");

@@ -1,20 +1,20 @@
-//! `mock-backend`: the mock REST backend as a process, for scripts and load tests.
+//! The `mock-backend` command: the mock REST backend as a process, for scripts and load tests.
+//! The binary target is the root package's (`src/bin/mock-backend.rs`, so that `cargo install`
+//! of mcpbench installs it too); its whole program is [`main`].
 //!
 //! Prints exactly one line, `listening on http://ADDR`, once the socket is bound, so callers can
 //! pass `--listen 127.0.0.1:0` and read the port back.
 
 use std::{io::Write as _, net::SocketAddr, process::ExitCode};
 
+use crate::{Config, Knobs, Latency, RouteKnobs, RouteOverride, knobs::parse_error_rate, server};
 use clap::Parser;
-use mock_backend::{
-    Config, Knobs, Latency, RouteKnobs, RouteOverride, knobs::parse_error_rate, server,
-};
 use tokio::net::TcpListener;
 
 /// Mock REST backend for mcpbench: JSON endpoints with latency, payload and error knobs, and
 /// request counters at /stats.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(name = "mock-backend", version)]
 struct Args {
     /// Address to listen on; loopback unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:8081")]
@@ -67,7 +67,9 @@ impl Args {
     }
 }
 
-fn main() -> ExitCode {
+/// The `mock-backend` program: parse the command line, serve until a signal; exit 0, or 2 with
+/// a message on stderr (bad flags, the address taken).
+pub fn main() -> ExitCode {
     // clap exits with code 2 on bad flags (0 for --help and --version).
     let args = Args::parse();
     tracing_subscriber::fmt()
@@ -96,6 +98,7 @@ fn main() -> ExitCode {
     }
 }
 
+/// Binds, announces the address, serves until SIGINT/SIGTERM.
 async fn run(args: Args) -> Result<(), String> {
     let listener = TcpListener::bind(args.listen)
         .await
@@ -110,7 +113,7 @@ async fn run(args: Args) -> Result<(), String> {
     writeln!(stdout, "listening on http://{addr}")
         .and_then(|()| stdout.flush())
         .map_err(|e| format!("cannot write to stdout: {e}"))?;
-    mock_backend::serve(listener, args.config(), shutdown)
+    crate::serve(listener, args.config(), shutdown)
         .await
         .map_err(|e| e.to_string())
 }
