@@ -8,17 +8,14 @@ use std::path::Path;
 
 use crate::support::repo;
 
-/// The files (or, with a name prefix, the tests of a file) that need something installed.
+/// The files (a folder: every file in it; with a name prefix, those tests of a file) that need
+/// something installed.
 const NEEDS: &[(&str, &str, &str)] = &[
     ("tests/terminal.rs", "", "tmux"),
     ("tests/browser.rs", "", "chromium"),
     ("tests/accounting.rs", "", "release"),
     ("tests/deploy.rs", "", "peers"),
-    ("tests/interop/clients.rs", "", "peers"),
-    ("tests/interop/conformance.rs", "", "peers"),
-    ("tests/interop/export.rs", "", "peers"),
-    ("tests/interop/init.rs", "", "peers"),
-    ("tests/interop/peers.rs", "", "peers"),
+    ("tests/interop/", "", "peers"),
     ("tests/mcp_server.rs", "interop_", "peers"),
     ("tests/record.rs", "interop_", "peers"),
 ];
@@ -51,21 +48,44 @@ fn tests_of(path: &Path) -> Vec<(String, Option<String>)> {
 #[test]
 fn tests_that_need_an_install_are_ignored_with_the_reason() {
     let mut seen = 0;
-    for (file, prefix, what) in NEEDS {
-        for (name, reason) in tests_of(&repo().join(file)) {
-            if !name.starts_with(prefix) {
-                continue;
-            }
-            seen += 1;
-            let reason = reason
-                .unwrap_or_else(|| panic!("{file}: {name} needs {what} but is not #[ignore]d"));
-            assert!(
-                reason.contains("scripts/test") && reason.contains(what.trim_end_matches('s')),
-                "{file}: {name}: the reason should name {what} and scripts/test: {reason:?}"
-            );
+    for (entry, prefix, what) in NEEDS {
+        for file in files_of(entry) {
+            check_ignored(&file, prefix, what, &mut seen);
         }
     }
     assert!(seen >= 30, "only {seen} tests found: did the files move?");
+}
+
+/// The file an entry names, or every `.rs` file of the folder it names.
+fn files_of(entry: &str) -> Vec<String> {
+    if !entry.ends_with('/') {
+        return vec![entry.to_string()];
+    }
+    let mut out: Vec<String> = std::fs::read_dir(repo().join(entry))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".rs"))
+        .map(|n| format!("{entry}{n}"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Asserts the tests of `file` whose name starts with `prefix` are ignored with the reason.
+fn check_ignored(file: &str, prefix: &str, what: &str, seen: &mut usize) {
+    for (name, reason) in tests_of(&repo().join(file)) {
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        *seen += 1;
+        let reason =
+            reason.unwrap_or_else(|| panic!("{file}: {name} needs {what} but is not #[ignore]d"));
+        assert!(
+            reason.contains("scripts/test") && reason.contains(what.trim_end_matches('s')),
+            "{file}: {name}: the reason should name {what} and scripts/test: {reason:?}"
+        );
+    }
 }
 
 #[test]
@@ -84,7 +104,9 @@ fn nothing_else_is_ignored() {
     }
     for p in files {
         let rel = p.strip_prefix(repo()).unwrap().display().to_string();
-        let listed = NEEDS.iter().find(|(f, _, _)| *f == rel);
+        let listed = NEEDS
+            .iter()
+            .find(|(f, _, _)| *f == rel || (f.ends_with('/') && rel.starts_with(f)));
         for (name, reason) in tests_of(&p) {
             let expected = listed.is_some_and(|(_, prefix, _)| name.starts_with(prefix));
             assert!(
