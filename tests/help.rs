@@ -205,7 +205,7 @@ fn the_help_checks_catch_mistakes() {
 }
 
 /// Every option that takes a number takes `-1` as a value (not as an unknown flag), and an
-/// option that refuses it says what it takes.
+/// option that refuses it says what it takes; a duration option takes `-5s` and says why not.
 #[test]
 fn a_negative_number_is_a_value_that_gets_an_explanation() {
     use std::any::TypeId;
@@ -224,14 +224,17 @@ fn a_negative_number_is_a_value_that_gets_an_explanation() {
         for arg in cmd.get_arguments().filter(|a| !a.is_positional()) {
             let Some(long) = arg.get_long() else { continue };
             let ty = arg.get_value_parser().type_id();
-            if !numeric.iter().any(|t| ty == *t) {
+            let duration = ty == TypeId::of::<std::time::Duration>()
+                || arg.get_value_names().is_some_and(|n| n == ["DURATION"]);
+            if !duration && !numeric.iter().any(|t| ty == *t) {
                 continue;
             }
             checked += 1;
             let flag = format!("--{long}");
+            let value = if duration { "-5s" } else { "-1" };
             let args = std::iter::once("mcpbench".to_string())
                 .chain(path.iter().cloned())
-                .chain([flag.clone(), "-1".to_string()]);
+                .chain([flag.clone(), value.to_string()]);
             let Err(e) = Cli::try_parse_from(args) else {
                 continue;
             };
@@ -239,9 +242,15 @@ fn a_negative_number_is_a_value_that_gets_an_explanation() {
             assert_ne!(
                 e.kind(),
                 clap::error::ErrorKind::UnknownArgument,
-                "{path:?} {flag} -1: {text}"
+                "{path:?} {flag} {value}: {text}"
             );
-            if e.kind() == clap::error::ErrorKind::ValueValidation {
+            let refused = e.kind() == clap::error::ErrorKind::ValueValidation;
+            if refused && duration {
+                assert!(
+                    text.contains("invalid duration \"-5s\""),
+                    "{path:?} {flag} {value}: {text}"
+                );
+            } else if refused {
                 assert!(
                     text.starts_with(&format!("error: {flag} takes ")) && text.contains("; got -1"),
                     "{path:?} {flag} -1: {text}"
@@ -249,7 +258,7 @@ fn a_negative_number_is_a_value_that_gets_an_explanation() {
             }
         }
     }
-    assert!(checked >= 12, "{checked} number options");
+    assert!(checked >= 20, "{checked} number and duration options");
     // The real binary, as a user meets it: one line, exit 2.
     let (code, out, err) = mcpbench(
         &["run", "scenarios/quickstart.toml", "--concurrency", "-1"],

@@ -59,7 +59,7 @@ pub struct ProbeArgs {
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = probe::parse_header)]
     pub headers: Vec<(String, String)>,
     /// Bound on connecting and on each exchange.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = mcpbench_knobs::parse_duration)]
     pub timeout: std::time::Duration,
     /// https: accept any certificate (self-signed test servers only).
     #[arg(long)]

@@ -210,6 +210,7 @@ pub enum Command {
         Try it by hand with the MCP Inspector:\n  \
         npx @modelcontextprotocol/inspector --cli mcpbench mcp --method tools/list")]
     #[command(
+        mut_arg("max_duration", |a| a.allow_hyphen_values(true)),
         mut_arg("max_rate", |a| a
             .allow_negative_numbers(true)
             .value_parser(Number::above(0.0, "requests per second"))),

@@ -46,7 +46,7 @@ pub struct RunArgs {
     pub format: SummaryFormat,
     /// After SIGINT, SIGTERM or SIGHUP: how long requests in flight get to finish (at most
     /// the request timeout) before they are cancelled; a second signal cancels them at once.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
     pub grace: Duration,
     /// A process of the target to sample every interval (CPU time, memory, descriptors,
     /// threads; reported per request): the server, a gateway, its upstreams. Repeat for
@@ -102,7 +102,12 @@ pub struct Overrides {
     )]
     pub rate: Option<f64>,
     /// How long the run lasts, warm-up included (`30s`, `2m`, `1h`).
-    #[arg(long, value_name = "DURATION", help_heading = "Scenario overrides")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Scenario overrides"
+    )]
     pub duration: Option<String>,
     /// The target's URL (http://, https://, ws://, wss://): replaces the scenario's target.
     #[arg(long, value_name = "URL", help_heading = "Scenario overrides")]
@@ -193,7 +198,7 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "DIR")]
     pub start_barrier: Option<PathBuf>,
     /// How long to wait at the start barrier for every shard.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
     pub barrier_timeout: Duration,
     /// Open connections from this local address (one of this machine's; on loopback any
     /// 127.x.y.z): several generators on one machine, each with its own address and its own

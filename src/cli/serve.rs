@@ -172,7 +172,7 @@ pub struct GatewayArgs {
     audit_arguments: bool,
     /// Wait this long before every tool call, to within microseconds (to check what an A/B
     /// comparison reports; the last 3 ms are spent yielding, so it costs CPU).
-    #[arg(long, value_name = "DURATION", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = mcpbench_knobs::parse_duration)]
     inject_delay: Option<Duration>,
 }
 
@@ -189,7 +189,7 @@ pub struct UpstreamArgs {
     )]
     upstream_pool: usize,
     /// Bound on one upstream call.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
     pub(super) upstream_timeout: Duration,
     /// Check https/wss upstreams against the CA certificates in this PEM file (default: the
     /// system's roots).

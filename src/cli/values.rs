@@ -1,6 +1,8 @@
 //! How option values are read: numbers whose refusal says what the option takes and means
 //! (`--workers -1` is answered, not taken for a flag), and words from a fixed set, listed in
-//! help and parsed by the type's own `FromStr`.
+//! help and parsed by the type's own `FromStr`. Durations are read by
+//! `mcpbench_knobs::parse_duration`; their options allow a leading hyphen, so that `-5s`
+//! reaches it and is answered too.
 
 use std::ffi::OsStr;
 use std::fmt::Display;

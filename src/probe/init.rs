@@ -44,7 +44,7 @@ pub struct InitOptions {
     ))]
     pub protocol: Option<String>,
     /// The scenario's request timeout, which also bounds each trial call (default 10s).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// The scenario file to write.
     #[arg(long, short, value_name = "FILE", default_value = "scenario.toml")]
