@@ -114,6 +114,10 @@ fn added_latency_matches_an_injected_delay() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| gateway · tools/call:work | p50 |"), "{md}");
     assert!(out.join("ab.json").is_file() && out.join("report.html").is_file());
+    // `mcpbench report DIR` prints it again, from ab.json.
+    let at = out.display().to_string();
+    let (code, again, err) = crate::support::mcpbench(&["report", &at], &crate::support::repo());
+    assert_eq!((code, again), (0, text), "{err}");
 }
 
 /// Open loop beyond the baseline's own capacity: the added latency is marked as bounded by

@@ -293,7 +293,23 @@ fn overrides_on_the_command_line_are_checked_like_the_file() {
     );
     assert_eq!(code, 2);
     assert!(
-        err.starts_with("error: --concurrency 0: `load.concurrency`:"),
+        err.starts_with("error: --concurrency takes a whole number ≥ 1 (virtual users); got 0"),
+        "{err}"
+    );
+    // A value of the right type is held to the scenario's rules, named by its flag.
+    let (code, _, err) = mcpbench(
+        &[
+            "run",
+            "scenarios/quickstart.toml",
+            "--concurrency",
+            "200000",
+            "--quiet",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: --concurrency 200000: `load.concurrency`:"),
         "{err}"
     );
     let out_dir = dir.path().join("run").display().to_string();
@@ -515,4 +531,87 @@ fn a_running_test_serves_prometheus_metrics() {
     assert!(get("/other").starts_with("HTTP/1.1 404"));
     let status = child.wait().unwrap();
     assert!(status.success());
+}
+
+/// `validate` takes `run`'s overrides, applied and checked the same way (errors name the flag).
+#[test]
+fn validate_takes_the_same_overrides_as_run() {
+    let (code, out, err) = mcpbench(
+        &[
+            "validate",
+            "scenarios/quickstart.toml",
+            "--concurrency",
+            "7",
+            "--set",
+            "load.duration=3s",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("7 virtual users for 3s"), "{out}");
+    let (code, out, err) = mcpbench(
+        &[
+            "validate",
+            "scenarios/quickstart.toml",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "-H",
+            "Authorization: Bearer x",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("against http://127.0.0.1:9/mcp"), "{out}");
+    let (code, _, err) = mcpbench(
+        &[
+            "validate",
+            "scenarios/quickstart.toml",
+            "--set",
+            "load.timeout=soon",
+        ],
+        &repo(),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: --set load.timeout=soon: `load.timeout`:"),
+        "{err}"
+    );
+}
+
+/// `mcpbench report DIR` prints the table `run` printed at its end (from summary.json read
+/// back) and writes the reports again; --format prints the other renderings; a directory of
+/// repeated runs prints what `run --repeat` printed.
+#[test]
+fn report_prints_a_finished_runs_table_again() {
+    let dir = scratch();
+    let (code, printed, err, run) = crate::support::quickstart(dir.path(), &["--duration", "2s"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_file(run.join("report.md")).unwrap();
+    let at = run.display().to_string();
+    let (code, out, err) = mcpbench(&["report", &at], &repo());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, printed, "the same table as the run printed");
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let summary = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    let file = run.join("summary.json").display().to_string();
+    for (format, expected) in [("markdown", &md), ("json", &summary)] {
+        let (code, out, err) = mcpbench(&["report", &file, "--format", format], &repo());
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(&out, expected, "{format}");
+    }
+    let (code, out, _) = mcpbench(&["report", &at, "--format", "prometheus"], &repo());
+    assert_eq!(code, 0);
+    assert!(out.contains("# TYPE mcpbench_"), "{out}");
+
+    let dir = scratch();
+    let (code, printed, err, runs) =
+        crate::support::quickstart(dir.path(), &["--duration", "1s", "--repeat", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let at = runs.display().to_string();
+    let (code, out, err) = mcpbench(&["report", &at], &repo());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("run 1/2: "), "{out}");
+    assert_eq!(out, printed, "the same table as `run --repeat` printed");
+    let (_, out, _) = mcpbench(&["report", &at, "--format", "junit"], &repo());
+    assert_eq!(out.matches("<testsuite ").count(), 2, "{out}");
 }

@@ -363,4 +363,8 @@ fn find_max_finds_a_known_capacity() {
     assert!(out.join("findmax.json").is_file() && out.join("step-01/summary.json").is_file());
     let rendered = mcpbench::report::sweep::render(&report, &out);
     assert!(rendered.contains("highest rate that held"), "{rendered}");
+    // `mcpbench report DIR` prints it again, from findmax.json.
+    let at = out.display().to_string();
+    let (code, again, err) = crate::support::mcpbench(&["report", &at], &crate::support::repo());
+    assert_eq!((code, again), (0, rendered), "{err}");
 }

@@ -27,11 +27,11 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Starts `mcpbench record --upstream UPSTREAM --out TRACE --listen 127.0.0.1:0 EXTRA…`
+    /// Starts `mcpbench record --upstream UPSTREAM --output TRACE --listen 127.0.0.1:0 EXTRA…`
     /// and waits for its banner.
     pub fn start(upstream: &str, trace: &Path, extra: &[&str]) -> Recording {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbench"))
-            .args(["record", "--upstream", upstream, "--out"])
+            .args(["record", "--upstream", upstream, "--output"])
             .arg(trace)
             .args(["--listen", "127.0.0.1:0", "--threads", "2"])
             .args(extra)
@@ -299,7 +299,7 @@ fn stdio_in_front_of_a_stdio_upstream() {
     let mut child = Command::new(exe)
         .args(["record", "--stdio", "--upstream"])
         .arg(format!("stdio:{exe} serve --stdio"))
-        .arg("--out")
+        .arg("-o")
         .arg(&path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -432,7 +432,7 @@ fn bad_upstreams_are_refused() {
                 "record",
                 "--upstream",
                 upstream,
-                "--out",
+                "--output",
                 &out,
                 "--listen",
                 "127.0.0.1:0",

@@ -17,6 +17,7 @@ mod doctor;
 mod e2e;
 mod fuzz;
 mod gateway;
+mod help;
 mod hostile;
 mod interop;
 mod load_models;

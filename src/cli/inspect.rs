@@ -9,30 +9,34 @@ use super::{Cli, EXIT_FAILED, error};
 use crate::driver::{self, RunOptions};
 use crate::probe::init::InitOptions;
 use crate::probe::{self, ProbeError, ProbeOptions};
+use crate::protocol::version::Revision;
 use crate::scenario::{self, Target};
 
 /// `completions`' command line.
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
-    /// bash, zsh, fish, elvish or powershell.
+    /// The shell to complete for.
     pub shell: clap_complete::Shell,
 }
 
 /// `schema`'s command line.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
-    /// `scenario` (scenarios/schema.json) or `summary` (results/schema.json).
+    /// Which schema.
     pub which: SchemaKind,
 }
 
 /// `validate`'s command line.
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
+    /// The scenario file (TOML) to check.
     pub scenario: PathBuf,
     /// Also connect to a remote target: the tools the workload calls exist and the
     /// generated arguments fit their input schemas.
     #[arg(long)]
     pub connect: bool,
+    #[command(flatten)]
+    pub overrides: super::Overrides,
 }
 
 /// `probe`'s command line.
@@ -41,17 +45,21 @@ pub struct ProbeArgs {
     /// The endpoint, e.g. http://127.0.0.1:8080/mcp.
     pub url: String,
     /// The revision to offer (handshake era) or to use (2026-07-28).
-    #[arg(long, default_value = "2025-11-25")]
-    pub protocol: crate::protocol::version::Revision,
+    #[arg(
+        long,
+        default_value = "2025-11-25",
+        value_parser = super::values::one_of::<Revision>(Revision::ALL.map(Revision::as_str))
+    )]
+    pub protocol: Revision,
     /// A tool to call, optionally with JSON arguments: `--call echo`,
     /// `--call 'echo={"message":"hi"}'`. Repeatable.
     #[arg(long = "call", value_name = "TOOL[=JSON]", value_parser = probe::parse_call)]
     pub calls: Vec<(String, serde_json::Value)>,
     /// An extra HTTP header, `Name: value` (repeatable).
-    #[arg(long = "header", short = 'H', value_parser = probe::parse_header)]
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = probe::parse_header)]
     pub headers: Vec<(String, String)>,
     /// Bound on connecting and on each exchange.
-    #[arg(long, default_value = "10s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10s", value_parser = mcpbench_knobs::parse_duration)]
     pub timeout: std::time::Duration,
     /// https: accept any certificate (self-signed test servers only).
     #[arg(long)]
@@ -68,7 +76,7 @@ pub struct ProbeArgs {
     /// credentials reached it: none may be a tenant's.
     #[arg(long, value_name = "URL", requires = "tenants")]
     pub upstream: Option<String>,
-    /// With --tenants: `text` (a table) or `json`.
+    /// With --tenants: how the checks are printed.
     #[arg(long, default_value = "text", requires = "tenants")]
     pub format: TableFormat,
 }
@@ -82,14 +90,15 @@ pub struct DoctorArgs {
         long,
         value_name = "N",
         default_value_t = 1000,
-        value_parser = clap::value_parser!(u64).range(1..)
+        allow_negative_numbers = true,
+        value_parser = super::values::Number::<u64>::at_least(1, "virtual users")
     )]
     pub concurrency: u64,
     /// Skip what takes time: the timer measurement and the 1 s sample of the cores' load.
     #[arg(long)]
     pub quick: bool,
-    /// `text` (a table) or `json`: {schema_version, concurrency, quick, findings: [{check,
-    /// value, verdict (ok | info | warn), detail, fix (null when nothing to do)}]}.
+    /// How the findings are printed; JSON: {schema_version, concurrency, quick, findings:
+    /// [{check, value, verdict (ok | info | warn), detail, fix (null when nothing to do)}]}.
     #[arg(long, default_value = "text")]
     pub format: TableFormat,
 }
@@ -97,6 +106,7 @@ pub struct DoctorArgs {
 /// Output of `doctor` and `probe --tenants`: a table, or JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TableFormat {
+    /// A table.
     Text,
     Json,
 }
@@ -141,10 +151,13 @@ pub(super) fn init(o: &InitOptions) -> ExitCode {
     }
 }
 
-/// `validate`: the file, and (embedded target, or `--connect`) the workload against the
-/// target's tools.
-pub(super) fn validate(file: &Path, connect: bool) -> ExitCode {
-    let plan = match scenario::load(file) {
+/// `validate`: the file with the overrides applied as `run` applies them, and (embedded
+/// target, or `--connect`) the workload against the target's tools.
+pub(super) fn validate(a: &ValidateArgs) -> ExitCode {
+    let file = a.scenario.as_path();
+    let plan = match a.overrides.list().and_then(|o| {
+        scenario::load_finished(file, &o, scenario::Shard::WHOLE).map_err(|e| e.to_string())
+    }) {
         Ok(p) => p,
         Err(e) => return error(e),
     };
@@ -154,7 +167,7 @@ pub(super) fn validate(file: &Path, connect: bool) -> ExitCode {
         Target::Remote(r) => r.describe(),
     };
     let mut checked = String::new();
-    if embedded || connect {
+    if embedded || a.connect {
         let opts = RunOptions {
             scenario_file: file.display().to_string(),
             ..RunOptions::default()

@@ -20,12 +20,16 @@ mod results;
 mod run;
 mod serve;
 mod signals;
+mod values;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::driver::{RunError, RunOutput};
 use crate::probe::init::InitOptions;
+use values::Number;
 
 pub use inspect::{
     CompletionsArgs, DoctorArgs, ProbeArgs, SchemaArgs, SchemaKind, TableFormat, ValidateArgs,
@@ -40,20 +44,26 @@ pub use serve::{FrontArgs, GatewayArgs, ServeArgs, UpstreamArgs};
 #[command(
     name = "mcpbench",
     version,
-    about = "Load generator and reference server for MCP servers and gateways"
+    about = "Load generator and reference server for MCP servers and gateways",
+    after_help = "Examples:\n  mcpbench run scenarios/quickstart.toml\n  \
+        mcpbench init http://127.0.0.1:8080/mcp && mcpbench run scenario.toml\n  \
+        mcpbench run --help"
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The commands. Each has a one-line description (the first paragraph of its doc comment,
+/// what `mcpbench --help` lists), the rest of its doc for `--help`, and examples; a test walks
+/// every help page (tests/help.rs).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scenario file, or a quick test of a server given by its URL (or `-- CMD`), and
-    /// write its results.
+    /// Run a scenario, or a quick test of a server by its URL (or `-- CMD`), and write the results.
     ///
     /// A live dashboard shows the run when stdout is a terminal (q, Esc or Ctrl-C stop it;
-    /// results are written either way).
+    /// results are written either way); at the end the result is printed (the table, or
+    /// --format's rendering).
     ///
     /// A quick test (`mcpbench run URL`, or `mcpbench run -- CMD ARGS…` for a stdio server)
     /// needs no file: its flags become a scenario, written to `scenario.toml` in the run's
@@ -73,88 +83,142 @@ pub enum Command {
         mcpbench run gateway.toml --url http://127.0.0.1:8080/mcp --concurrency 64 --duration 2m\n  \
         mcpbench run gateway.toml --rate 2000 --set load.timeout=2s --no-tui --progress json")]
     Run(RunArgs),
-    /// Serve the reference MCP server: Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages,
-    /// WebSocket at /ws (subprotocol mcp); or one session on stdin/stdout with --stdio.
+    /// Serve the reference MCP server, or a gateway in front of other MCP servers.
+    ///
+    /// Streamable HTTP at /mcp, HTTP+SSE at /sse + /messages, WebSocket at /ws (subprotocol
+    /// mcp); or one session on stdin/stdout with --stdio. With --upstream it is a gateway: the
+    /// upstreams' tools listed under their prefixes, tenants and audit as asked.
+    #[command(after_help = "Examples:\n  mcpbench serve\n  \
+        mcpbench serve --listen 127.0.0.1:9000 --response sse --catalog 500\n  \
+        mcpbench serve --stdio\n  \
+        mcpbench serve --listen 127.0.0.1:9090 --upstream 'files=stdio:python3 my_server.py' --policy tenants.toml")]
     Serve(ServeArgs),
-    /// Record what MCP clients do: a transparent proxy in front of one upstream server (any
-    /// transport) that clients reach like `serve` (Streamable HTTP at /mcp, HTTP+SSE, WebSocket,
-    /// or stdio), writing every tools/list and tools/call to a trace (JSON Lines) as it
-    /// completes: arrival time, session, params, digest of the result, latency, outcome.
-    /// Secret-looking values are redacted. Stop it with Ctrl-C (or EOF on stdin with --stdio);
-    /// the trace is complete either way. Replay it with a scenario's `[replay]` table.
+    /// Record what MCP clients do with a server into a trace, to replay as a workload.
+    ///
+    /// A transparent proxy in front of one upstream server (any transport) that clients reach
+    /// like `serve` (Streamable HTTP at /mcp, HTTP+SSE, WebSocket, or stdio), writing every
+    /// tools/list and tools/call to a trace (JSON Lines) as it completes: arrival time,
+    /// session, params, digest of the result, latency, outcome. Secret-looking values are
+    /// redacted. Stop it with Ctrl-C (or EOF on stdin with --stdio); the trace is complete
+    /// either way. Replay it with a scenario's `[replay]` table.
     #[command(after_help = "Examples:\n  \
-        mcpbench record --upstream http://127.0.0.1:3000/mcp --out session.trace.jsonl\n  \
-        mcpbench record --upstream 'stdio:python server.py' --out t.jsonl --listen 127.0.0.1:9000\n  \
-        mcpbench record --stdio --upstream ws://127.0.0.1:3000/ws --out t.jsonl")]
+        mcpbench record --upstream http://127.0.0.1:3000/mcp --output session.trace.jsonl\n  \
+        mcpbench record --upstream 'stdio:python3 server.py' -o t.jsonl --listen 127.0.0.1:9000\n  \
+        mcpbench record --stdio --upstream ws://127.0.0.1:3000/ws -o t.jsonl")]
     Record(RecordArgs),
-    /// Work with traces (what `mcpbench record` writes, what a scenario's `[replay]` reads).
+    /// Work with traces: summarise, redact, or convert a gateway's audit log into one.
+    ///
+    /// Traces are what `mcpbench record` writes and what a scenario's `[replay]` reads.
+    #[command(
+        after_help = "Examples:\n  mcpbench trace show session.trace.jsonl\n  \
+        mcpbench trace redact session.trace.jsonl\n  \
+        mcpbench trace from-audit audit.jsonl --output session.trace.jsonl"
+    )]
     Trace(TraceArgs),
-    /// Connect to a server, list its tools and write a starter scenario that calls each one
-    /// with arguments made from its input schema (tools that fail a trial call are written
+    /// Write a starter scenario for a server, calling each of its tools.
+    ///
+    /// Connects to the server, lists its tools and writes a scenario that calls each one with
+    /// arguments made from its input schema (tools that fail a trial call are written
     /// commented out, with the reason).
     #[command(
         after_help = "Examples:\n  mcpbench init http://127.0.0.1:8080/mcp\n  \
-        mcpbench init --output mine.toml -- python server.py\n  \
+        mcpbench init --output mine.toml -- python3 server.py\n  \
         mcpbench init https://gw.example/mcp -H 'Authorization: Bearer ${MCP_TOKEN}'"
     )]
     Init(InitOptions),
-    /// Render a finished run's report again from its files: report.md and report.html in
-    /// its directory (parameters, outcomes, thresholds, generator health, plots). A find-max
-    /// directory gets its sweep's report (steps, knee, throughput frontier).
+    /// Print a finished run's result again and render its report.md and report.html.
+    ///
+    /// From the run's files (summary.json, timeseries.csv, latency.hlog): the table `run`
+    /// printed at its end, and report.md and report.html written again into its directory
+    /// (parameters, outcomes, thresholds, generator health, plots). A find-max directory gets
+    /// its sweep (steps, knee, throughput frontier), an A/B directory its comparison, a
+    /// directory of runs (`run --repeat`) each run's reports and the spread between them.
+    #[command(
+        after_help = "Examples:\n  mcpbench report results/2026-12-02T10-00-00Z-quickstart\n  \
+        mcpbench report results/ci --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  \
+        mcpbench report results/ci/summary.json --format junit > junit.xml"
+    )]
     Report(ReportArgs),
-    /// Compare two sides, each one run or several (a run directory, or a directory of them
-    /// such as `run --repeat` writes): per operation, the change of p50/p90/p95/p99/p99.9,
-    /// throughput and error rate, with a verdict that accounts for the noise — the spread
-    /// between runs with several a side, else the spread inside each run. Exit 1 if anything
-    /// regressed (or a budget was breached beyond the noise).
+    /// Compare two sides of runs per operation, with verdicts that account for the noise.
+    ///
+    /// Each side is one run or several (a run directory, or a directory of them such as `run
+    /// --repeat` writes): per operation, the change of p50/p90/p95/p99/p99.9, throughput and
+    /// error rate, with a verdict that accounts for the noise — the spread between runs with
+    /// several a side, else the spread inside each run. Exit 1 if anything regressed (or a
+    /// budget was breached beyond the noise).
     #[command(
         after_help = "Examples:\n  mcpbench compare results/base results/current\n  \
         mcpbench run ci.toml --repeat 3 -o base; mcpbench run ci.toml --repeat 3 -o current; mcpbench compare base current\n  \
         mcpbench compare base current --budget p95=+15%,throughput=-10%,errors=+0.5pp --format json"
     )]
     Compare(CompareArgs),
-    /// Merge runs of one scenario (e.g. shards on several machines) into one result:
-    /// counters added, latency histograms added exactly, interval logs on one time line; the
+    /// Merge runs of one scenario, such as shards on several machines, into one result.
+    ///
+    /// Counters added, latency histograms added exactly, interval logs on one time line; the
     /// scenario's thresholds judged on the merged result (exit 1 if one is breached).
+    #[command(
+        after_help = "Examples:\n  mcpbench merge shard-0 shard-1 shard-2 --output merged\n  \
+        mcpbench merge /shared/results -o merged --partial"
+    )]
     Merge(MergeArgs),
-    /// Print a shell completion script: `mcpbench completions bash > /etc/bash_completion.d/mcpbench`.
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:\n  \
+        mcpbench completions bash > ~/.local/share/bash-completion/completions/mcpbench\n  \
+        mcpbench completions zsh > ~/.zfunc/_mcpbench\n  \
+        mcpbench completions fish > ~/.config/fish/completions/mcpbench.fish")]
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `mcpbench man > mcpbench.1 && man ./mcpbench.1`.
+    /// Print the man page (roff).
+    #[command(after_help = "Examples:\n  mcpbench man > mcpbench.1 && man ./mcpbench.1")]
     Man,
-    /// Print a JSON Schema (draft 2020-12): of the scenario format, for editors (Taplo and
-    /// VS Code's Even Better TOML read a `#:schema FILE` first line), or of summary.json.
+    /// Print the JSON Schema of the scenario format or of summary.json.
+    ///
+    /// Draft 2020-12. The scenario's is for editors: Taplo and VS Code's Even Better TOML read
+    /// a `#:schema FILE` first line.
     #[command(
         after_help = "Examples:\n  mcpbench schema scenario > scenario.schema.json\n  \
         mcpbench schema summary > summary.schema.json"
     )]
     Schema(SchemaArgs),
-    /// Check a scenario file without running it; with --connect (always for the built-in
-    /// server) also open a session on the target and check the workload against its tools.
+    /// Check a scenario file without running it.
+    ///
+    /// With --connect (always for the built-in server) also open a session on the target and
+    /// check the workload against its tools. Takes the same overrides as `run`, checked the
+    /// same way.
+    #[command(
+        after_help = "Examples:\n  mcpbench validate scenarios/quickstart.toml\n  \
+        mcpbench validate gateway.toml --url http://127.0.0.1:8080/mcp --connect\n  \
+        mcpbench validate gateway.toml --concurrency 64 --set load.timeout=2s"
+    )]
     Validate(ValidateArgs),
-    /// Open one MCP session on a Streamable HTTP endpoint with mcpbench's client, list the
-    /// tools, call the ones asked for, and print one line (exit 0 ok, 1 failed, 2 usage). Under
-    /// the official conformance suite (MCP_CONFORMANCE_SCENARIO set) the scenario decides what
-    /// to call. With --tenants, check a gateway's tenant isolation instead.
+    /// Open one MCP session, list the tools, call the ones asked for and print one line.
+    ///
+    /// On a Streamable HTTP endpoint, with mcpbench's client; exit 0 ok, 1 failed, 2 usage.
+    /// Under the official conformance suite (MCP_CONFORMANCE_SCENARIO set) the scenario decides
+    /// what to call. With --tenants, check a gateway's tenant isolation instead.
     #[command(
         after_help = "Examples:\n  mcpbench probe http://127.0.0.1:8080/mcp --call 'echo={\"message\":\"hi\"}'\n  \
         mcpbench probe https://gw.example/mcp -H \"Authorization: Bearer $MCP_TOKEN\"\n  \
         mcpbench probe --tenants tenants.toml http://127.0.0.1:9090/mcp --upstream http://127.0.0.1:8080/mcp"
     )]
     Probe(ProbeArgs),
-    /// Check this machine for what a load test needs and what would make its measurements
-    /// unreliable: open-file and port limits for the planned load, TIME_WAIT, timer and clock
-    /// precision, CPU frequency scaling and quota, other load on the cores; each finding with
-    /// its fix. Exit 0 nothing found, 1 a warning, 2 usage.
+    /// Check this machine for what would make a load test fail or its measurements unreliable.
+    ///
+    /// Open-file and port limits for the planned load, TIME_WAIT, timer and clock precision,
+    /// CPU frequency scaling and quota, other load on the cores; each finding with its fix.
+    /// Exit 0 nothing found, 1 a warning, 2 usage.
     #[command(after_help = "Examples:\n  mcpbench doctor\n  \
         mcpbench doctor --concurrency 20000\n  \
         mcpbench doctor --quick --format json")]
     Doctor(DoctorArgs),
-    /// Serve mcpbench itself as an MCP server on stdin/stdout, so that an AI agent can
-    /// load-test a server: tools `probe` (revision, server, tools, latencies), `run` (a
-    /// bounded load test; its results written under --results-root) and `compare` (two runs,
-    /// with verdicts). Only targets on the allow-list are reached (loopback, plus --allow);
-    /// runs are bounded (--max-duration, --max-rate, --max-concurrency). Logs go to stderr.
-    #[command(after_help = "Register it with an MCP client (Claude Desktop's \
+    /// Serve mcpbench as an MCP server on stdin/stdout, so that an AI agent can load-test.
+    ///
+    /// Tools `probe` (revision, server, tools, latencies), `run` (a bounded load test; its
+    /// results written under --results-root) and `compare` (two runs, with verdicts). Only
+    /// targets on the allow-list are reached (loopback, plus --allow); runs are bounded
+    /// (--max-duration, --max-rate, --max-concurrency). Logs go to stderr.
+    #[command(after_help = "Examples:\n  mcpbench mcp\n  \
+        mcpbench mcp --results-root /home/me/bench --allow gw.internal:8080\n\n\
+        Register it with an MCP client (Claude Desktop's \
         claude_desktop_config.json, a project's .mcp.json, VS Code's mcp.json):\n  \
         {\"mcpServers\": {\"mcpbench\": {\"command\": \"mcpbench\", \"args\": [\"mcp\"]}}}\n\
         With its own results directory and a gateway on another host allowed:\n  \
@@ -162,23 +226,68 @@ pub enum Command {
         \"--results-root\", \"/home/me/bench\", \"--allow\", \"gw.internal:8080\"]}}}\n\
         Try it by hand with the MCP Inspector:\n  \
         npx @modelcontextprotocol/inspector --cli mcpbench mcp --method tools/list")]
+    #[command(
+        mut_arg("max_duration", |a| a.allow_hyphen_values(true)),
+        mut_arg("max_rate", |a| a
+            .allow_negative_numbers(true)
+            .value_parser(Number::above(0.0, "requests per second"))),
+        mut_arg("max_concurrency", |a| a
+            .allow_negative_numbers(true)
+            .value_parser(Number::<u32>::at_least(1, "virtual users")))
+    )]
     Mcp(crate::agent::McpOptions),
 }
 
-/// How a final result is printed.
+/// How a finished result is printed on stdout (`run`, `report`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SummaryFormat {
+    /// The table.
     Text,
+    /// report.md.
+    Markdown,
+    /// summary.json.
+    Json,
+    /// Prometheus text exposition format.
     Prometheus,
+    /// JUnit XML: each threshold and check a test case.
     Junit,
 }
 
 impl SummaryFormat {
-    fn render(self, s: &crate::report::Summary) -> Option<String> {
-        match self {
-            SummaryFormat::Text => None,
-            SummaryFormat::Prometheus => Some(crate::report::export::prometheus(s)),
-            SummaryFormat::Junit => Some(crate::report::export::junit(s)),
+    /// A finished run as printed at its end: the table (with where its files are), or this
+    /// rendering of it.
+    pub(crate) fn render(self, run: &RunOutput) -> Result<String, RunError> {
+        use crate::report::{document, export, read_back::RunFiles};
+        let unreadable = |e: &dyn std::fmt::Display| RunError::Output {
+            path: run.dir.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        };
+        Ok(match self {
+            SummaryFormat::Text => crate::driver::render(run),
+            SummaryFormat::Markdown => {
+                let files = RunFiles::read(&run.dir).map_err(|e| unreadable(&e))?;
+                document::markdown(&document::document(&files))
+            }
+            SummaryFormat::Json => {
+                serde_json::to_string_pretty(&run.summary).map_err(|e| unreadable(&e))? + "\n"
+            }
+            SummaryFormat::Prometheus => export::prometheus(&run.summary),
+            SummaryFormat::Junit => export::junit(&run.summary),
+        })
+    }
+
+    /// Runs of one series (`run --repeat`) as printed at its end: the table of the runs and
+    /// their spread; JUnit a test suite per run; the other renderings the last run's (each
+    /// run's files are in its directory).
+    pub(crate) fn render_runs(self, runs: &[RunOutput], dir: &Path) -> Result<String, RunError> {
+        match (self, runs.last()) {
+            (SummaryFormat::Text, _) | (_, None) => Ok(crate::driver::repeat::render(runs, dir)),
+            (SummaryFormat::Junit, _) => {
+                let summaries: Vec<&crate::report::Summary> =
+                    runs.iter().map(|r| &r.summary).collect();
+                Ok(crate::report::export::junit_runs(&summaries))
+            }
+            (f, Some(last)) => f.render(last),
         }
     }
 }
@@ -210,7 +319,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Completions(a) => inspect::completions(a.shell),
         Command::Man => inspect::man(),
         Command::Schema(a) => inspect::schema(a.which),
-        Command::Validate(a) => inspect::validate(&a.scenario, a.connect),
+        Command::Validate(a) => inspect::validate(&a),
         Command::Probe(a) => inspect::probe(a),
         Command::Doctor(a) => inspect::doctor(a, soft_files_at_start),
         Command::Mcp(o) => serve::mcp(o),

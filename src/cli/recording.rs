@@ -18,8 +18,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "TARGET")]
     pub upstream: String,
     /// The trace to write (replaced if it exists).
-    #[arg(long, short, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(long, short, value_name = "FILE", alias = "out")]
+    pub output: PathBuf,
     /// Write arguments as received, secrets included (the trace is then refused by
     /// readers until `mcpbench trace redact` has run on it).
     #[arg(long)]
@@ -40,12 +40,17 @@ pub struct TraceArgs {
 /// `mcpbench trace …`.
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
-    /// Convert a gateway's audit log (`mcpbench serve --audit FILE`) into a trace:
-    /// invocations become tools/call entries and discoveries tools/list, at their arrival
+    /// Convert a gateway's audit log (`mcpbench serve --audit FILE`) into a trace.
+    ///
+    /// Invocations become tools/call entries and discoveries tools/list, at their arrival
     /// times, in the sessions the log names. The log needs the arguments
     /// (`--audit-arguments`) unless --empty-arguments. Denied and rate-limited calls are left
     /// out (and counted).
-    #[command(name = "from-audit")]
+    #[command(
+        name = "from-audit",
+        after_help = "Examples:\n  mcpbench trace from-audit audit.jsonl --output session.trace.jsonl\n  \
+            mcpbench trace from-audit audit.jsonl -o session.trace.jsonl --empty-arguments"
+    )]
     FromAudit {
         /// The audit log (JSON lines).
         audit: PathBuf,
@@ -57,14 +62,15 @@ pub enum TraceCommand {
         empty_arguments: bool,
     },
     /// Replace secret-looking values in a trace's params with `"[redacted]"`, in place.
+    #[command(after_help = "Examples:\n  mcpbench trace redact session.trace.jsonl")]
     Redact {
-        /// The trace.
+        /// The trace, rewritten in place.
         file: PathBuf,
     },
-    /// Summarise a trace: requests, sessions, span, and per method and tool the requests and
-    /// their outcomes.
+    /// Summarise a trace: requests, sessions, span, and outcomes per method and tool.
+    #[command(after_help = "Examples:\n  mcpbench trace show session.trace.jsonl")]
     Show {
-        /// The trace.
+        /// The trace to summarise.
         file: PathBuf,
     },
 }
@@ -119,20 +125,21 @@ pub(super) fn record(o: RecordArgs) -> ExitCode {
         );
     }
     let header = crate::trace::record::header("record", Some(shown));
-    let recorder = match server::trace_recorder::Recorder::create(&o.out, &header, o.keep_secrets) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(format_args!(
-                "cannot create the trace {}: {e}",
-                o.out.display()
-            ));
-        }
-    };
+    let recorder =
+        match server::trace_recorder::Recorder::create(&o.output, &header, o.keep_secrets) {
+            Ok(r) => r,
+            Err(e) => {
+                return error(format_args!(
+                    "cannot create the trace {}: {e}",
+                    o.output.display()
+                ));
+            }
+        };
     if o.keep_secrets {
         eprintln!(
             "warning: --keep-secrets: arguments are written as received, secrets included; \
              readers refuse {} until `mcpbench trace redact` has run on it",
-            o.out.display()
+            o.output.display()
         );
     }
     config.proxy = Some(gw.clone());
@@ -152,9 +159,9 @@ pub(super) fn record(o: RecordArgs) -> ExitCode {
             if r.entries == 1 { "" } else { "s" },
             r.sessions,
             if r.sessions == 1 { "" } else { "s" },
-            o.out.display()
+            o.output.display()
         ),
-        Err(e) => return error(format_args!("{}: {e}", o.out.display())),
+        Err(e) => return error(format_args!("{}: {e}", o.output.display())),
     }
     code
 }

@@ -4,17 +4,25 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::values::Number;
 use super::{EXIT_FAILED, SummaryFormat, error};
+use crate::driver::RunOutput;
+use crate::report::document::markdown;
+use crate::report::read_back::RunFiles;
+use crate::report::{ab, sweep};
 
 /// `report`'s command line.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// The run directory (or its summary.json).
+    /// The run directory (or its summary.json); or the directory of a find-max search, an A/B
+    /// run or repeated runs (`run --repeat`).
     pub run: PathBuf,
-    /// Print the result in this format instead of writing report.md and report.html:
-    /// `prometheus` or `junit`.
-    #[arg(long)]
-    pub format: Option<SummaryFormat>,
+    /// What to print: the table, with report.md and report.html written again; or another
+    /// rendering, and nothing written. Of repeated runs, JUnit prints a test suite per run
+    /// and the other formats the last run's; a search or an A/B run has a table, Markdown and
+    /// JSON.
+    #[arg(long, default_value = "text")]
+    pub format: SummaryFormat,
 }
 
 /// `compare`'s command line.
@@ -26,7 +34,13 @@ pub struct CompareArgs {
     pub current: PathBuf,
     /// The smallest change, in percent, that can be a regression or an improvement (also
     /// what absorbs some drift between two single runs of a shared machine).
-    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "PERCENT",
+        allow_negative_numbers = true,
+        value_parser = Number::<f64>::at_least(0.0, "percent")
+    )]
     pub min_change: f64,
     /// How much worse each metric may get before it is a regression (when clear of the
     /// noise): METRIC=CHANGE,… with p50…p99.9 and throughput in % and errors in percentage
@@ -34,7 +48,7 @@ pub struct CompareArgs {
     /// scenario's `[compare]` table.
     #[arg(long, value_name = "BUDGETS")]
     pub budget: Option<String>,
-    /// `markdown` (for a pull-request comment) or `json`.
+    /// How the comparison is printed.
     #[arg(long, default_value = "markdown")]
     pub format: CompareFormat,
 }
@@ -47,7 +61,7 @@ pub struct MergeArgs {
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// The merged run's directory.
-    #[arg(long, short)]
+    #[arg(long, short, value_name = "DIR")]
     pub output: PathBuf,
     /// Merge the shards present even when some of a split run are missing (the result
     /// is then a part of the scenario, and says so).
@@ -58,71 +72,102 @@ pub struct MergeArgs {
 /// `compare` output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
+    /// For a pull-request comment.
     Markdown,
     Json,
 }
 
-/// `report`: a find-max directory gets its sweep's report, a run its report.md and
-/// report.html (or, with --format, its result printed).
+/// `report`: what the directory holds, printed as `run` printed it at its end (or as
+/// --format asks), its report.md and report.html written again.
 pub(super) fn report(a: ReportArgs) -> ExitCode {
-    if a.run.join("findmax.json").is_file() {
-        sweep_report(&a.run, a.format)
+    let dir = a.run.as_path();
+    let printed = if dir.join("findmax.json").is_file() {
+        sweep_report(dir, a.format)
+    } else if dir.join("ab.json").is_file() {
+        ab_report(dir, a.format)
     } else {
-        run_report(&a.run, a.format)
+        runs_report(dir, a.format)
+    };
+    match printed {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
     }
 }
 
-/// `report` of a find-max directory: the sweep's report written and printed.
-fn sweep_report(run: &Path, format: Option<SummaryFormat>) -> ExitCode {
-    if format.is_some_and(|f| f != SummaryFormat::Text) {
-        return error(format_args!(
+/// Why a directory's reports could not be written.
+fn cannot_write(dir: &Path) -> impl Fn(std::io::Error) -> String {
+    move |e| format!("cannot write the report into {}: {e}", dir.display())
+}
+
+/// A find-max directory: the sweep's table (its reports written again), Markdown or JSON.
+fn sweep_report(dir: &Path, format: SummaryFormat) -> Result<String, String> {
+    let r = sweep::read(dir)?;
+    match format {
+        SummaryFormat::Text => {
+            sweep::write(&r, dir).map_err(cannot_write(dir))?;
+            Ok(sweep::render(&r, dir))
+        }
+        SummaryFormat::Markdown => Ok(markdown(&sweep::document(&r))),
+        SummaryFormat::Json => serde_json::to_string_pretty(&r)
+            .map(|j| j + "\n")
+            .map_err(|e| e.to_string()),
+        _ => Err(format!(
             "{} is a find-max search: each step-NN/ inside it is a run with a summary to export",
-            run.display()
+            dir.display()
+        )),
+    }
+}
+
+/// An A/B directory: the comparison's table (its reports written again), Markdown or JSON.
+fn ab_report(dir: &Path, format: SummaryFormat) -> Result<String, String> {
+    let r = ab::read(dir)?;
+    match format {
+        SummaryFormat::Text => {
+            ab::write(&r, dir).map_err(cannot_write(dir))?;
+            Ok(ab::render(&r, dir))
+        }
+        SummaryFormat::Markdown => Ok(markdown(&ab::document(&r))),
+        SummaryFormat::Json => serde_json::to_string_pretty(&r)
+            .map(|j| j + "\n")
+            .map_err(|e| e.to_string()),
+        _ => Err(format!(
+            "{} is an A/B run: each target's directory inside it is a run with a summary to \
+             export",
+            dir.display()
+        )),
+    }
+}
+
+/// A run directory (or a directory of runs): the table `run` printed, each run's reports
+/// written again; or another rendering, nothing written.
+fn runs_report(path: &Path, format: SummaryFormat) -> Result<String, String> {
+    if !path.exists() {
+        return Err(format!(
+            "{}: no such file or directory (give a run directory, the one holding summary.json)",
+            path.display()
         ));
     }
-    let written = crate::report::sweep::read(run).and_then(|r| {
-        crate::report::sweep::write(&r, run)
-            .map(|()| r)
-            .map_err(|e| format!("cannot write the report into {}: {e}", run.display()))
-    });
-    match written {
-        Ok(r) => {
-            print!("{}", crate::report::sweep::render(&r, run));
-            ExitCode::SUCCESS
+    let runs = RunFiles::read_side(path).map_err(|e| e.to_string())?;
+    if format == SummaryFormat::Text {
+        for r in &runs {
+            crate::report::document::write(r).map_err(cannot_write(&r.dir))?;
         }
-        Err(e) => error(e),
     }
-}
-
-/// `report` of one run: report.md and report.html written into its directory, or its result
-/// printed as --format asks.
-fn run_report(run: &Path, format: Option<SummaryFormat>) -> ExitCode {
-    match crate::report::read_back::RunFiles::read(run) {
-        Ok(files) if format.is_some_and(|f| f != SummaryFormat::Text) => {
-            print!(
-                "{}",
-                format
-                    .and_then(|f| f.render(&files.summary))
-                    .unwrap_or_default()
-            );
-            ExitCode::SUCCESS
-        }
-        Ok(files) => match crate::report::document::write(&files) {
-            Ok(()) => {
-                println!(
-                    "{}\n{}",
-                    files.dir.join("report.md").display(),
-                    files.dir.join("report.html").display()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => error(format_args!(
-                "cannot write the report into {}: {e}",
-                files.dir.display()
-            )),
-        },
-        Err(e) => error(e),
+    let runs: Vec<RunOutput> = runs
+        .into_iter()
+        .map(|f| RunOutput {
+            summary: f.summary,
+            dir: f.dir,
+        })
+        .collect();
+    match runs.as_slice() {
+        [one] => format.render(one),
+        many => format.render_runs(many, path),
     }
+    .map_err(|e| e.to_string())
 }
 
 /// `merge`: the merged result printed and written; exit 1 if the scenario's thresholds are

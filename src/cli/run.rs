@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::oneliner::{Given, QuickArgs, given, write_quick};
 use super::signals::watch_signals;
+use super::values::{self, Number};
 use super::{EXIT_ERROR, EXIT_FAILED, SummaryFormat, error};
 use crate::driver::{self, RunOptions};
 use crate::protocol::jsonrpc::Codec;
@@ -19,45 +20,60 @@ use crate::ui::{Display, Watcher};
 /// `run`'s command line. `-c` and `-d` are short for the overrides `--concurrency` and
 /// `--duration` (as in oha and hey).
 #[derive(Debug, clap::Args)]
-#[command(
-    mut_arg("concurrency", |a| a.short('c')),
-    mut_arg("duration", |a| a.short('d'))
-)]
 pub struct RunArgs {
     /// A scenario file (TOML; `mcpbench init` writes one for your server), or for a quick test
     /// the server's URL: http://, https://, ws:// or wss://.
     #[arg(value_name = "SCENARIO|URL")]
     pub scenario: Option<PathBuf>,
     /// Directory for this run's results (default: `results/<UTC time>-<name>`).
-    #[arg(long, short)]
+    #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Where default run directories go.
-    #[arg(long, default_value = "results")]
+    #[arg(long, value_name = "DIR", default_value = "results")]
     pub results_root: PathBuf,
-    /// JSON decoder for responses: scan (default), serde-json or simd-json.
-    #[arg(long, default_value = "scan")]
+    /// JSON decoder for responses.
+    #[arg(
+        long,
+        default_value = "scan",
+        value_parser = values::one_of::<Codec>(["scan", "serde-json", "simd-json"])
+    )]
     pub codec: Codec,
     /// Generator threads (default: the scenario's, else one per core).
-    #[arg(long)]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "generator threads")
+    )]
     pub workers: Option<usize>,
-    /// The final result on stdout: `text` (the table), `prometheus` (text exposition
-    /// format) or `junit` (XML: each threshold and check a test case).
+    /// The final result on stdout.
     #[arg(long, default_value = "text")]
     pub format: SummaryFormat,
     /// After SIGINT, SIGTERM or SIGHUP: how long requests in flight get to finish (at most
     /// the request timeout) before they are cancelled; a second signal cancels them at once.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "5s", value_parser = mcpbench_knobs::parse_duration)]
     pub grace: Duration,
     /// A process of the target to sample every interval (CPU time, memory, descriptors,
     /// threads; reported per request): the server, a gateway, its upstreams. Repeat for
     /// several; adds to the scenario's `target.pid`. Stdio servers are sampled anyway.
-    #[arg(long = "target-pid", value_name = "PID")]
+    #[arg(
+        long = "target-pid",
+        value_name = "PID",
+        allow_negative_numbers = true,
+        value_parser = Number::<u32>::at_least(1, "a process id")
+    )]
     pub target_pid: Vec<u32>,
     /// Run the scenario N times, one after the other, into OUTPUT/run-1 … run-N: a side
     /// of `mcpbench compare` that sees the machine's drift between runs (3 or more). Exit 1
-    /// if a threshold was breached in any; `--format junit` prints a test suite per run,
-    /// `--format prometheus` the last run's.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    /// if a threshold was breached in any; `--format junit` prints a test suite per run, the
+    /// other formats the last run's.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = Number::<u16>::at_least(1, "runs")
+    )]
     pub repeat: u16,
     #[command(flatten)]
     pub quick: QuickArgs,
@@ -74,14 +90,33 @@ pub struct RunArgs {
 pub struct Overrides {
     /// Virtual users (closed loop) at a constant level: replaces `load.concurrency` and any
     /// stages.
-    #[arg(long, value_name = "N", help_heading = "Scenario overrides")]
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "N",
+        help_heading = "Scenario overrides",
+        allow_negative_numbers = true,
+        value_parser = Number::<u32>::at_least(1, "virtual users")
+    )]
     pub concurrency: Option<u32>,
     /// Open loop at a constant arrival rate (requests per second): sets `load.model = "open"`
     /// and `load.rate`, replaces any stages.
-    #[arg(long, value_name = "PER_SECOND", help_heading = "Scenario overrides")]
+    #[arg(
+        long,
+        value_name = "PER_SECOND",
+        help_heading = "Scenario overrides",
+        allow_negative_numbers = true,
+        value_parser = Number::<f64>::above(0.0, "requests per second")
+    )]
     pub rate: Option<f64>,
     /// How long the run lasts, warm-up included (`30s`, `2m`, `1h`).
-    #[arg(long, value_name = "DURATION", help_heading = "Scenario overrides")]
+    #[arg(
+        long,
+        short = 'd',
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Scenario overrides"
+    )]
     pub duration: Option<String>,
     /// The target's URL (http://, https://, ws://, wss://): replaces the scenario's target.
     #[arg(long, value_name = "URL", help_heading = "Scenario overrides")]
@@ -172,7 +207,7 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "DIR")]
     pub start_barrier: Option<PathBuf>,
     /// How long to wait at the start barrier for every shard.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
     pub barrier_timeout: Duration,
     /// Open connections from this local address (one of this machine's; on loopback any
     /// 127.x.y.z): several generators on one machine, each with its own address and its own
@@ -474,32 +509,22 @@ fn dispatch(
             dir,
         })
     } else if repeat > 1 {
-        driver::repeat::repeat(plan, opts, repeat, interrupt.clone()).map(|(runs, dir)| {
-            // JUnit: a test suite per run; Prometheus: the last run's (each run's files are in
-            // its directory).
-            let summaries: Vec<&crate::report::Summary> = runs.iter().map(|r| &r.summary).collect();
-            let rendered = match format {
-                SummaryFormat::Junit => Some(crate::report::export::junit_runs(&summaries)),
-                f => summaries.last().and_then(|s| f.render(s)),
-            };
-            Finished {
-                rendered: rendered.unwrap_or_else(|| driver::repeat::render(&runs, &dir)),
+        driver::repeat::repeat(plan, opts, repeat, interrupt.clone()).and_then(|(runs, dir)| {
+            Ok(Finished {
+                rendered: format.render_runs(&runs, &dir)?,
                 interrupted: runs.iter().any(|r| r.summary.interrupted),
                 breached: runs.iter().any(|r| r.summary.breached().next().is_some()),
                 dir,
-            }
+            })
         })
     } else {
-        driver::run(plan, opts, interrupt.clone()).map(|out| {
-            let breached = out.summary.breached().next().is_some();
-            Finished {
-                rendered: format
-                    .render(&out.summary)
-                    .unwrap_or_else(|| driver::render(&out)),
+        driver::run(plan, opts, interrupt.clone()).and_then(|out| {
+            Ok(Finished {
+                rendered: format.render(&out)?,
                 interrupted: out.summary.interrupted,
-                breached,
+                breached: out.summary.breached().next().is_some(),
                 dir: out.dir,
-            }
+            })
         })
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::error;
 use super::signals::{Signals, signalled};
+use super::values::{self, Number};
 use crate::protocol::ResponseMode;
 use crate::server;
 
@@ -20,13 +21,25 @@ pub struct ServeArgs {
     pub front: FrontArgs,
     /// Base URL of the REST backend for REST-backed tools; without it a mock backend is
     /// started in-process on 127.0.0.1.
-    #[arg(long)]
+    #[arg(long, value_name = "URL")]
     pub backend: Option<String>,
     /// Synthetic tools added to tools/list.
-    #[arg(long, default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(0, "synthetic tools")
+    )]
     pub catalog: usize,
     /// Tools per tools/list page.
-    #[arg(long, default_value_t = 100)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100,
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "tools per page")
+    )]
     pub page_size: usize,
     /// Also serve the official conformance suite's fixtures: `test_*` tools, prompts,
     /// resources, completions and logging (the benchmark catalog is unchanged).
@@ -40,17 +53,27 @@ pub struct ServeArgs {
 /// WebSocket; TLS if asked) or on stdin/stdout.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FrontArgs {
-    /// Address to listen on; loopback unless you say otherwise.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on; loopback unless you say otherwise (port 0 picks one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Answer requests as JSON or as SSE streams.
-    #[arg(long, default_value = "json")]
+    /// How Streamable HTTP answers requests: `json` (application/json) or `sse`
+    /// (text/event-stream, one message event).
+    #[arg(
+        long,
+        default_value = "json",
+        value_parser = values::one_of::<ResponseMode>(["json", "sse"])
+    )]
     response: ResponseMode,
     /// Extra host names accepted in Host and Origin headers (`*` accepts any).
-    #[arg(long = "allow-host")]
+    #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
-    /// Runtime threads.
-    #[arg(long)]
+    /// Runtime threads (default: one per core).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "runtime threads")
+    )]
     threads: Option<usize>,
     /// Serve one MCP session on stdin/stdout (one JSON message per line) instead of
     /// listening; exits when stdin closes.
@@ -71,7 +94,13 @@ pub struct FrontArgs {
     tls_client_optional: bool,
     /// Connections open at once (WebSockets included); one more is answered 503 with
     /// Retry-After and closed.
-    #[arg(long, value_name = "N", default_value_t = server::Config::default().max_connections)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = server::Config::default().max_connections,
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "connections")
+    )]
     max_connections: usize,
 }
 
@@ -143,7 +172,7 @@ pub struct GatewayArgs {
     audit_arguments: bool,
     /// Wait this long before every tool call, to within microseconds (to check what an A/B
     /// comparison reports; the last 3 ms are spent yielding, so it costs CPU).
-    #[arg(long, value_name = "DURATION", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = mcpbench_knobs::parse_duration)]
     inject_delay: Option<Duration>,
 }
 
@@ -151,10 +180,16 @@ pub struct GatewayArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct UpstreamArgs {
     /// Pooled sessions per upstream on each upstream I/O thread.
-    #[arg(long, value_name = "N", default_value_t = 32)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 32,
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "sessions per upstream and thread")
+    )]
     upstream_pool: usize,
     /// Bound on one upstream call.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = mcpbench_knobs::parse_duration)]
     pub(super) upstream_timeout: Duration,
     /// Check https/wss upstreams against the CA certificates in this PEM file (default: the
     /// system's roots).

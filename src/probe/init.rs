@@ -32,19 +32,22 @@ pub struct InitOptions {
     pub command: Vec<String>,
     /// An HTTP header, `Name: value` (repeatable); written into the scenario as given, so
     /// prefer `${ENV}` for secrets.
-    #[arg(long = "header", short = 'H', value_parser = crate::probe::parse_header)]
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = crate::probe::parse_header)]
     pub headers: Vec<(String, String)>,
-    /// `streamable-http` (default for http), `sse` (legacy HTTP+SSE), `websocket`.
-    #[arg(long)]
+    /// The transport (default: from the URL; http(s) is streamable-http): `sse` is the
+    /// legacy HTTP+SSE.
+    #[arg(long, value_parser = ["streamable-http", "sse", "websocket"])]
     pub transport: Option<String>,
     /// The protocol revision to offer (default: auto).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(
+        std::iter::once("auto").chain(crate::protocol::version::Revision::ALL.map(|r| r.as_str()))
+    ))]
     pub protocol: Option<String>,
     /// The scenario's request timeout, which also bounds each trial call (default 10s).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// The scenario file to write.
-    #[arg(long, short, default_value = "scenario.toml")]
+    #[arg(long, short, value_name = "FILE", default_value = "scenario.toml")]
     pub output: PathBuf,
     /// Overwrite the file if it exists.
     #[arg(long)]

@@ -423,6 +423,13 @@ pub fn write(r: &AbReport, dir: &Path) -> std::io::Result<()> {
     std::fs::write(dir.join("report.html"), html(&doc))
 }
 
+/// Reads an A/B run's `ab.json` back.
+pub fn read(dir: &Path) -> Result<AbReport, String> {
+    let path = dir.join("ab.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
