@@ -148,7 +148,8 @@ fn unreachable_target_is_a_clear_error_not_a_hang() {
     );
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        err.contains("is not usable: cannot open an MCP session: cannot connect"),
+        err.contains("dead.toml:2:7: `target.url`: ")
+            && err.contains("is not usable: nothing listens on 127.0.0.1:0 (connection refused)"),
         "{err}"
     );
     // Nothing half-written: no run directory was made.

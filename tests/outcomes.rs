@@ -34,6 +34,7 @@ fn each_misbehaviour_lands_in_its_own_class() {
         ("stall", "timeout"),
         ("truncated", "io"),
         ("ssenoresp", "protocol(no_response)"),
+        ("badtype", "protocol(bad_content_type)"),
     ];
     for (tool, class) in expect {
         let op = s
@@ -60,6 +61,10 @@ fn each_misbehaviour_lands_in_its_own_class() {
         "responses were 401 (auth): credentials missing, wrong or expired",
         "responses were 403 (forbidden): a policy denied the call",
         "responses were 429 (rate_limited), advising Retry-After p50 2.00s max 2.00s",
+        // The sample of a content type MCP does not use names the type that arrived.
+        "answers to tools/call:badtype were neither JSON nor an SSE stream \
+         (protocol(bad_content_type)), e.g. expected application/json or text/event-stream, \
+         got text/plain; charset=utf-8",
     ] {
         assert!(
             s.notes.iter().any(|n| n.contains(note)),

@@ -15,6 +15,7 @@ mod credentials;
 mod deploy;
 mod doctor;
 mod e2e;
+mod first_errors;
 mod fuzz;
 mod gateway;
 mod help;

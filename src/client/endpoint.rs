@@ -5,6 +5,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use super::failure::PreflightError;
 use super::handshake::OPEN_TIMEOUT_MIN;
 use crate::protocol::jsonrpc::Codec;
 use crate::protocol::version::Revision;
@@ -24,6 +25,20 @@ pub enum ClientError {
     Resolve { target: String, reason: String },
     #[error("TLS set-up for {target}: {reason}")]
     Tls { target: String, reason: String },
+}
+
+impl ClientError {
+    /// A host name that does not resolve, as why the target cannot be used (with what to
+    /// check); any other error as it is.
+    pub fn unreachable(self) -> Result<PreflightError, ClientError> {
+        match self {
+            ClientError::Resolve { reason, .. } => Ok(PreflightError::Unreachable {
+                why: reason,
+                hint: Some("is the host name right? (an IP address needs no lookup)".into()),
+            }),
+            other => Err(other),
+        }
+    }
 }
 
 /// An endpoint of `kind` with nothing to connect to yet: no address, command or headers; the
@@ -142,7 +157,7 @@ fn resolve_addr(u: &Url) -> Result<SocketAddr, ClientError> {
     );
     let resolve_error = |reason: String| ClientError::Resolve {
         target: u.text.clone(),
-        reason,
+        reason: format!("the host name `{}` does not resolve ({reason})", u.host),
     };
     hostport
         .to_socket_addrs()

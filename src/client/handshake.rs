@@ -1,14 +1,15 @@
 //! The handshake: a session opened within the endpoint's timeout (initialize, or
 //! `server/discover` for 2026-07-28; `auto` probes the newest and falls back), what the server
-//! offers ([`Preflight`]), and a person's words for why it refused ([`describe`], [`refusal`]).
+//! offers ([`Preflight`]), and why none opened (`failure`, `unreachable`).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::failure::{PreflightError, describe, refusal};
+use super::failure::{PreflightError, refusal};
 use super::listing::list_tools;
 use super::sessions::{OnSession, on_session};
+use super::unreachable;
 use crate::metrics::outcome::Outcome;
 use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
@@ -28,8 +29,8 @@ pub struct Preflight {
 }
 
 /// Opens a session as the plan says (`protocol = "auto"`: probe `server/discover`, then fall
-/// back to `initialize` with the newest handshake revision), lists the tools, closes. The
-/// endpoint is updated to the revision found.
+/// back to `initialize` with the newest handshake revision, unless the target could not be
+/// reached at all), lists the tools, closes. The endpoint is updated to the revision found.
 pub fn connect(
     rt: &tokio::runtime::Runtime,
     choice: ProtocolChoice,
@@ -38,10 +39,15 @@ pub fn connect(
     let on = |ep: Endpoint| tokio::task::LocalSet::new().block_on(rt, run(Arc::new(ep)));
     let pre = match (choice, on(endpoint.clone())) {
         (_, Ok(p)) => p,
-        (ProtocolChoice::Auto, Err(modern)) => {
+        (ProtocolChoice::Auto, Err(PreflightError::Open { why: modern, .. })) => {
             endpoint.protocol = Revision::LATEST_HANDSHAKE;
-            on(endpoint.clone()).map_err(|legacy| {
-                PreflightError::Open(format!("2026-07-28 probe: {modern}; initialize: {legacy}"))
+            on(endpoint.clone()).map_err(|legacy| match legacy {
+                // Both answered alike: said once.
+                PreflightError::Open { why, hint } if why != modern => PreflightError::Open {
+                    why: format!("2026-07-28 probe: {modern}; initialize: {why}"),
+                    hint,
+                },
+                other => other,
             })?
         }
         (_, Err(e)) => return Err(e),
@@ -59,15 +65,27 @@ pub async fn run(ep: Arc<Endpoint>) -> Result<Preflight, PreflightError> {
 
 /// Opens the session within the endpoint's timeout; the revision it speaks.
 pub async fn open<S: Session>(s: &mut S, ep: &Endpoint) -> Result<Revision, PreflightError> {
-    match tokio::time::timeout(ep.timeout, s.open()).await {
-        Err(_) => Err(PreflightError::Open(describe(Outcome::Timeout))),
-        Ok(r) if r.outcome != Outcome::Ok || !s.is_open() => Err(PreflightError::Open(refusal(
-            r.outcome,
-            s.last_message(),
-            ep.protocol,
-        ))),
-        Ok(_) => Ok(s.revision().unwrap_or(ep.protocol)),
-    }
+    let outcome = match tokio::time::timeout(ep.timeout, s.open()).await {
+        Err(_) => Outcome::Timeout,
+        Ok(r) if r.outcome == Outcome::Ok && s.is_open() => {
+            return Ok(s.revision().unwrap_or(ep.protocol));
+        }
+        Ok(r) => r.outcome,
+    };
+    Err(why_not_open(s, ep, outcome).await)
+}
+
+/// Why no session opened, by the actual failure: the command or the connection's own
+/// error, else what the server answered.
+async fn why_not_open<S: Session>(s: &S, ep: &Endpoint, outcome: Outcome) -> PreflightError {
+    let found = match &ep.command {
+        Some(spec) => unreachable::stdio(spec, outcome, s.aside().await, ep.timeout),
+        None if matches!(outcome, Outcome::Connect | Outcome::Timeout) => {
+            unreachable::network(ep, outcome).await
+        }
+        None => None,
+    };
+    found.unwrap_or_else(|| refusal(outcome, s.last_message(), s.content_type().as_deref(), ep))
 }
 
 struct ListTools;

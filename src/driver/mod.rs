@@ -32,7 +32,7 @@ use crate::protocol::jsonrpc::Codec;
 use crate::report::live::LiveSink;
 use crate::report::{Summary, files, text};
 use crate::scenario::plan::Model;
-use crate::scenario::{Diagnostic, Plan};
+use crate::scenario::{Diagnostic, Place, Plan};
 use resolve::Resolved;
 
 /// How a run is stopped early (a signal, `q` on the dashboard). The first request stops new
@@ -148,8 +148,14 @@ pub enum RunError {
     Embedded(#[from] crate::server::EmbeddedError),
     #[error("cannot resolve {target}: {reason}")]
     Resolve { target: String, reason: String },
-    #[error("target {url} is not usable: {source}")]
-    Preflight { url: String, source: PreflightError },
+    /// The target cannot be used: where it is written (the scenario's line, or the flag),
+    /// and why.
+    #[error("{}target {url} is not usable: {source}", located(.at))]
+    Preflight {
+        url: String,
+        at: Option<Box<Place>>,
+        source: PreflightError,
+    },
     /// The workload does not fit the target: a tool it does not list, arguments its schema
     /// rejects. Points at the scenario.
     #[error("{0}")]
@@ -184,6 +190,19 @@ pub enum RunError {
          target.pid in the scenario or --target-pid (stdio servers are watched by themselves)"
     )]
     TargetUnwatched { threshold: String },
+}
+
+/// `file:line:column: `key`: ` of a place, when there is one.
+fn located(at: &Option<Box<Place>>) -> String {
+    at.as_ref().map_or(String::new(), |p| p.to_string())
+}
+
+/// Where a plan's target is written (none for the embedded servers).
+fn target_place(plan: &Plan) -> Option<Box<Place>> {
+    match &plan.target {
+        crate::scenario::Target::Remote(r) => Some(Box::new(r.place.clone())),
+        crate::scenario::Target::Embedded(_) => None,
+    }
 }
 
 impl From<client::ClientError> for RunError {
@@ -244,7 +263,8 @@ pub fn check(
             .block_on(rt, te.fetch())
             .map_err(|o| RunError::Preflight {
                 url: resolved.url.clone(),
-                source: PreflightError::Open(format!(
+                at: None,
+                source: PreflightError::open(format!(
                     "no OAuth token from the token endpoint: {}",
                     client::describe(o)
                 )),
@@ -255,6 +275,7 @@ pub fn check(
         client::connect(rt, plan.connection().protocol, &mut probe).map_err(|source| {
             RunError::Preflight {
                 url: resolved.url.clone(),
+                at: target_place(plan),
                 source,
             }
         })?;

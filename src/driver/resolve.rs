@@ -69,7 +69,14 @@ fn resolve_target(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> 
     match &plan.target {
         Target::Embedded(e) => embedded(e, endpoint),
         Target::Remote(r) => {
-            endpoint::of_remote(&mut endpoint, r)?;
+            endpoint::of_remote(&mut endpoint, r).map_err(|e| match e.unreachable() {
+                Ok(source) => RunError::Preflight {
+                    url: r.describe(),
+                    at: Some(Box::new(r.place.clone())),
+                    source,
+                },
+                Err(e) => e.into(),
+            })?;
             let oauth = match &r.oauth {
                 None => None,
                 Some(o) => {

@@ -22,11 +22,11 @@ use super::run_context::{Ctx, redact};
 use super::shards::{InFlight, Shards, Slots};
 use crate::client::request::RequestTemplate;
 use crate::client::sessions::{Opening, claim_or_wait};
-use crate::metrics::outcome::Outcome;
+use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::Phase;
 use crate::scenario::Sessions;
 use crate::scenario::plan::{OP_COLD_START, OP_CONNECT, OP_INITIALIZE, Pattern};
-use crate::transport::{CallSpec, Reply, Session};
+use crate::transport::{CallSpec, Reply, Session, TransportKind};
 
 /// What drives a worker's virtual users.
 pub(super) struct Drive {
@@ -536,6 +536,16 @@ impl<'d, S: Session> User<'d, S> {
             self.shards.now().note_failure(op, outcome, || {
                 crate::client::failure_text(session.last_message())
                     .map(|m| redact(&m, &ctx.secrets))
+            });
+        }
+        if outcome == Outcome::Protocol(ProtocolKind::BadContentType)
+            && ctx.endpoint.kind == TransportKind::StreamableHttp
+        {
+            // Only Streamable HTTP answers requests with a type of their own.
+            self.shards.now().note_failure(op, outcome, || {
+                Some(crate::client::unexpected_type(
+                    session.content_type().as_deref(),
+                ))
             });
         }
     }

@@ -519,7 +519,7 @@ fn discover(s: &UpstreamSpec) -> Result<Discovered, String> {
         .map_err(|e| e.to_string())?;
     let mut ep = s.endpoint.clone();
     let pre = crate::client::connect(&rt, s.protocol, &mut ep)
-        .map_err(|e| format!("{} ({})", e, s.describe))?;
+        .map_err(|e| format!("{}: {e}", s.describe))?;
     if pre.revision.has_handshake() {
         ep.protocol = pre.revision;
     }

@@ -139,12 +139,12 @@ fn tenant_rows(plan: &Plan, totals: &Recorder, seconds: f64) -> Vec<Operation> {
         .collect()
 }
 
-/// Answers that broke the scenario's `expect` rules, and requests that hung, per operation,
-/// with the first example of each.
+/// Answers that broke the scenario's `expect` rules, requests that hung, and answers of a
+/// content type MCP does not use, per operation, with the first example of each.
 fn assertions(names: &[String], ops: &[Operation], totals: &Recorder) -> Vec<String> {
-    use crate::metrics::outcome::Outcome;
+    use crate::metrics::outcome::{Outcome, ProtocolKind};
     type Count = fn(&Operation) -> u64;
-    let kinds: [(Outcome, Count, &str); 3] = [
+    let kinds: [(Outcome, Count, &str); 4] = [
         (
             Outcome::Assertion,
             |o| o.outcomes.assertion,
@@ -156,6 +156,17 @@ fn assertions(names: &[String], ops: &[Operation], totals: &Recorder) -> Vec<Str
             "answers of {op} diverged (the same call answered differently)",
         ),
         (Outcome::Hang, |o| o.outcomes.hang, "requests of {op} hung"),
+        (
+            Outcome::Protocol(ProtocolKind::BadContentType),
+            |o| {
+                o.outcomes
+                    .protocol
+                    .get("bad_content_type")
+                    .copied()
+                    .unwrap_or(0)
+            },
+            "answers to {op} were neither JSON nor an SSE stream (protocol(bad_content_type))",
+        ),
     ];
     let mut out = Vec::new();
     for (outcome, count, what) in kinds {

@@ -1,5 +1,9 @@
 //! Turning a byte offset in a scenario file into what a person needs to fix it: line, column
-//! and the dotted key (`load.concurrency`, `workload[2].tool`).
+//! and the dotted key (`load.concurrency`, `workload[2].tool`); and back, a key to where its
+//! value is written ([`offset_of`]).
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 /// A position in the source, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +107,67 @@ fn table_path(src: &str) -> String {
     current
 }
 
+/// Where the value of a dotted key as [`locate`] names it (`target.url`, `workload[2].tool`,
+/// `thresholds."tools/call:echo".p99`) starts in `src`; `None` when it is not written there.
+pub fn offset_of(src: &str, key: &str) -> Option<usize> {
+    let doc = DeTable::parse(src).ok()?;
+    let segments = key_segments(key);
+    let (last, path) = segments.split_last()?;
+    let mut table = doc.get_ref();
+    for (name, nth) in path {
+        table = match nth_of(entry(table, name)?, *nth)?.get_ref() {
+            DeValue::Table(t) => t,
+            _ => return None,
+        };
+    }
+    Some(nth_of(entry(table, &last.0)?, last.1)?.span().start)
+}
+
+/// The value of `name` in a table.
+fn entry<'a, 'i>(t: &'a DeTable<'i>, name: &str) -> Option<&'a Spanned<DeValue<'i>>> {
+    t.iter()
+        .find(|(k, _)| k.get_ref().as_ref() == name)
+        .map(|(_, v)| v)
+}
+
+/// Entry `nth` (1-based) of an array value, or the value itself when `nth` is `None`.
+fn nth_of<'a, 'i>(
+    v: &'a Spanned<DeValue<'i>>,
+    nth: Option<usize>,
+) -> Option<&'a Spanned<DeValue<'i>>> {
+    match (v.get_ref(), nth) {
+        (_, None) => Some(v),
+        (DeValue::Array(a), Some(n)) => a.get(n.checked_sub(1)?),
+        _ => None,
+    }
+}
+
+/// The segments of a dotted key, each a name and the 1-based entry of an array it picks
+/// (`workload[2]`); quotes removed.
+fn key_segments(key: &str) -> Vec<(String, Option<usize>)> {
+    let mut out = Vec::new();
+    let mut seg = String::new();
+    let mut quoted = false;
+    for c in key.chars().chain(std::iter::once('.')) {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => {
+                let s = std::mem::take(&mut seg);
+                let nth = s
+                    .strip_suffix(']')
+                    .and_then(|r| r.rsplit_once('['))
+                    .and_then(|(name, n)| Some((name.to_string(), n.parse().ok()?)));
+                out.push(match nth {
+                    Some((name, n)) => (name, Some(n)),
+                    None => (s, None),
+                });
+            }
+            c => seg.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +193,30 @@ mod tests {
         assert_eq!(locate(SRC, off).key, "workload[1].tool");
         assert_eq!(locate(SRC, 0).key, "name");
         assert_eq!(locate(SRC, SRC.find("[load]").unwrap()).key, "load");
+    }
+
+    #[test]
+    fn finds_where_a_key_is_written() {
+        for (key, value) in [
+            ("load.concurrency", "\"many\""),
+            ("workload[1].tool", "\"a\""),
+            ("workload[2].arguments.limit", "3 }"),
+        ] {
+            let off = offset_of(SRC, key).unwrap();
+            assert_eq!(off, SRC.find(value).unwrap(), "{key}");
+            assert_eq!(locate(SRC, off).key, key);
+        }
+        let quoted = "[thresholds.\"tools/call:echo\"]\np99 = \"5ms\"\n";
+        assert_eq!(
+            offset_of(quoted, "thresholds.\"tools/call:echo\".p99"),
+            quoted.find("\"5ms\"")
+        );
+        for absent in ["load.rate", "workload[3].tool", "name.x", "workload"] {
+            assert_eq!(
+                offset_of(SRC, absent).is_some(),
+                absent == "workload",
+                "{absent}"
+            );
+        }
     }
 }

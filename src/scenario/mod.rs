@@ -117,17 +117,36 @@ pub fn load_finished(
         })
 }
 
+/// `file:line:column: `key`: ` (a flag's name instead of the file when line is 0).
+fn write_at(
+    f: &mut fmt::Formatter<'_>,
+    file: &str,
+    line: usize,
+    column: usize,
+    key: &str,
+) -> fmt::Result {
+    if line == 0 {
+        // A command-line flag, not a place in a file.
+        write!(f, "{file}: ")?;
+    } else {
+        write!(f, "{file}:{line}:{column}: ")?;
+    }
+    if !key.is_empty() {
+        write!(f, "`{key}`: ")?;
+    }
+    Ok(())
+}
+
+/// As a message starts: `file:line:column: `key`: `, or `--flag value: `key`: `.
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_at(f, &self.file, self.line, self.column, &self.key)
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            // A command-line flag, not a place in a file.
-            write!(f, "{}: ", self.file)?;
-        } else {
-            write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
-        }
-        if !self.key.is_empty() {
-            write!(f, "`{}`: ", self.key)?;
-        }
+        write_at(f, &self.file, self.line, self.column, &self.key)?;
         f.write_str(&self.message)?;
         if let Some(h) = &self.hint {
             write!(f, "\n  hint: {h}")?;

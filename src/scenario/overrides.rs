@@ -1,10 +1,11 @@
 //! Command-line overrides of a scenario (`--concurrency 64`, `--set load.timeout=2s`): applied
 //! to the file's TOML before it is checked, so they go through exactly the same validation.
-//! A problem with an overridden key names the flag; any other problem the file's line.
+//! A problem with an overridden key names the flag; any other problem the file's line. So do
+//! the places a plan keeps for later messages (a workload entry's, its target's).
 
 use std::path::Path;
 
-use super::{Diagnostic, Plan, ScenarioError, parse};
+use super::{Diagnostic, Place, Plan, ScenarioError, Source, Target, parse};
 
 /// One override: a dotted key set to a value (or removed).
 #[derive(Debug, Clone, PartialEq)]
@@ -76,14 +77,18 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioEr
     apply_all(&mut doc, overrides)?;
     let merged = toml::to_string(&doc).map_err(|e| flag_error(&overrides[0], e.to_string()))?;
     match parse(&name, &merged, &env) {
-        Ok(plan) => Ok(plan),
+        Ok(mut plan) => {
+            let file = Source {
+                name: &name,
+                text: &text,
+            };
+            for place in places(&mut plan) {
+                *place = relocated(place, &file, overrides);
+            }
+            Ok(plan)
+        }
         Err(ScenarioError::Invalid(d)) => {
-            // Most specific override first: `target.headers.X` before `target`.
-            let by_flag = overrides
-                .iter()
-                .rev()
-                .find(|o| d.key == o.key || d.key.starts_with(&format!("{}.", o.key)));
-            match by_flag {
+            match by_flag(overrides, &d.key) {
                 Some(o) => Err(ScenarioError::Invalid(Box::new(Diagnostic {
                     file: o.flag.clone(),
                     line: 0,
@@ -109,6 +114,50 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Plan, ScenarioEr
 /// Applies `overrides` in order to a scenario's TOML; an error names the flag.
 pub fn apply_all(doc: &mut toml::Table, overrides: &[Override]) -> Result<(), ScenarioError> {
     overrides.iter().try_for_each(|o| apply(doc, o))
+}
+
+/// The override that set `key` or a table above it, the most specific first
+/// (`target.headers.X` before `target`).
+fn by_flag<'a>(overrides: &'a [Override], key: &str) -> Option<&'a Override> {
+    overrides
+        .iter()
+        .rev()
+        .find(|o| key == o.key || key.starts_with(&format!("{}.", o.key)))
+}
+
+/// The places a plan keeps for later messages: its targets' and its workload's.
+fn places(plan: &mut Plan) -> impl Iterator<Item = &mut Place> {
+    let targets = std::iter::once(&mut plan.target).chain(
+        plan.ab
+            .iter_mut()
+            .flat_map(|ab| ab.targets.iter_mut().map(|(_, t)| t)),
+    );
+    let targets = targets.filter_map(|t| match t {
+        Target::Remote(r) => Some(&mut r.place),
+        Target::Embedded(_) => None,
+    });
+    let workload = plan
+        .workload
+        .iter_mut()
+        .flat_map(|w| std::iter::once(&mut w.place).chain(w.arguments_place.as_mut()));
+    targets.chain(workload)
+}
+
+/// A place found in the merged text, as a person finds it: the flag that set its key, or its
+/// line in the file as written (unchanged when the file does not write it).
+fn relocated(place: &Place, file: &Source<'_>, overrides: &[Override]) -> Place {
+    if let Some(o) = by_flag(overrides, &place.key) {
+        return Place {
+            file: o.flag.clone(),
+            line: 0,
+            column: 0,
+            key: place.key.clone(),
+        };
+    }
+    match super::locate::offset_of(file.text, &place.key) {
+        Some(at) => file.place_at_key(at..at, &place.key),
+        None => place.clone(),
+    }
 }
 
 /// A TOML dotted key (`a.b`, `a."b.c"`) in the form diagnostics use: segments that are not
@@ -247,6 +296,42 @@ mod tests {
             panic!("accepted")
         };
         assert_eq!((d.line, d.key.as_str()), (7, "workload[1].method"));
+    }
+
+    #[test]
+    fn places_kept_for_later_stay_on_the_file_or_name_the_flag() {
+        let text = format!(
+            "# a comment the merged text loses\n\n{}[target]\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            BASE.replace(
+                "method = \"tools/list\"",
+                "method = \"tools/call\"\ntool = \"t\""
+            )
+        );
+        let f = file(&text);
+        let at = |overrides: &[Override]| {
+            let plan = load_with(f.path(), overrides).unwrap();
+            let Target::Remote(r) = &plan.target else {
+                panic!("a remote target")
+            };
+            let w = &plan.workload[0].place;
+            (r.place.to_string(), (w.line, w.column))
+        };
+        let name = f.path().display().to_string();
+        let file_places = (format!("{name}:12:7: `target.url`: "), (10, 8));
+        assert_eq!(at(&[]), file_places);
+        assert_eq!(
+            at(&[Override::set(
+                "--concurrency 2",
+                "load.concurrency",
+                2.into()
+            )]),
+            file_places
+        );
+        let url = Override::set("--url http://h/x", "target.url", "http://h/x".into());
+        assert_eq!(
+            at(&[url]),
+            ("--url http://h/x: `target.url`: ".to_string(), (10, 8))
+        );
     }
 
     #[test]

@@ -50,7 +50,14 @@ pub(super) fn target(
         None => Vec::new(),
         Some(p) => pids(src, p)?,
     };
+    let written = raw.url.as_ref().map(|u| u.span());
+    let place = src.place(
+        written
+            .or(raw.command.as_ref().map(|c| c.span()))
+            .unwrap_or(t.span()),
+    );
     Ok(Remote {
+        place,
         pids,
         revisions,
         replicas,

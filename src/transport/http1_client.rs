@@ -92,6 +92,10 @@ pub struct Captured {
     timing_ms: Option<f64>,
     /// `Retry-After` of the last head, in seconds (the delta-seconds form).
     retry_after: Option<u64>,
+    /// The last head's media type, and its `Content-Type` as written when it is one MCP does
+    /// not use (copied then only: for messages).
+    content: Option<ContentKind>,
+    other_type: Vec<u8>,
 }
 
 impl Captured {
@@ -131,6 +135,28 @@ impl Captured {
             (Some(t), Some(v)) => t.value_ms(v),
             _ => None,
         };
+    }
+
+    /// The `Content-Type` of the last response head, for messages: `None` when it had none.
+    pub fn content_type(&self) -> Option<String> {
+        match self.content? {
+            ContentKind::Json => Some("application/json".into()),
+            ContentKind::EventStream => Some("text/event-stream".into()),
+            ContentKind::Other => Some(String::from_utf8_lossy(&self.other_type).into_owned()),
+            ContentKind::Missing => None,
+        }
+    }
+
+    /// Records the `Content-Type` of a response head (`None`: it had none).
+    pub fn set_content_type(&mut self, value: Option<&[u8]>) -> ContentKind {
+        let kind = value.map_or(ContentKind::Missing, content_kind);
+        self.content = Some(kind);
+        self.other_type.clear();
+        if kind == ContentKind::Other {
+            self.other_type
+                .extend_from_slice(trim(value.unwrap_or_default()));
+        }
+        kind
     }
 
     /// Records the `Mcp-Session-Id` of a response head (`None`: it had none).
@@ -387,7 +413,7 @@ fn interpret(
     captured: &mut Captured,
 ) -> Result<ResponseHead, HttpError> {
     let status = resp.code.ok_or(HttpError::Malformed("no status"))?;
-    let mut content = ContentKind::Missing;
+    let mut content = captured.set_content_type(None);
     let mut length: Option<u64> = None;
     let mut chunked = false;
     let mut keep_alive = resp.version == Some(1);
@@ -408,7 +434,7 @@ fn interpret(
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
         } else if name.eq_ignore_ascii_case(b"content-type") {
-            content = content_kind(h.value);
+            content = captured.set_content_type(Some(h.value));
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let t = trim(token);

@@ -323,6 +323,16 @@ pub trait Session {
     fn session_id(&self) -> Option<String> {
         None
     }
+    /// What the server said outside the protocol, for a message once it broke off: a child
+    /// process's exit status and the end of its standard error (waited for briefly).
+    fn aside(&self) -> impl Future<Output = Option<String>> {
+        async { None }
+    }
+    /// The `Content-Type` of the last HTTP response, for messages (`None`: it had none, or
+    /// the transport has no such header).
+    fn content_type(&self) -> Option<String> {
+        None
+    }
     /// Sends `Authorization: Bearer <token>` on every request from now on (a token of this
     /// user's own, e.g. from OAuth); `None` stops. Only Streamable HTTP sessions carry one.
     fn set_bearer(&mut self, _token: Option<&str>) {}

@@ -25,6 +25,7 @@ pub const TOOLS: &[&str] = &[
     "toolerror",
     "inputrequired",
     "badresulttype",
+    "badtype",
 ];
 
 /// Tools that behave correctly in unusual ways the client must handle: a stream closed after a
@@ -99,6 +100,7 @@ async fn conn(mut s: TcpStream) {
                 "rpcerror" => json_response(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"boom"}}}}"#), ""),
                 "http500" => b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\noops!".to_vec(),
                 "auth401" => b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\r\n".to_vec(),
+                "badtype" => b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 5\r\n\r\nfine!".to_vec(),
                 "forbidden403" => b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n".to_vec(),
                 "limited429" => b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n".to_vec(),
                 "badjson" => json_response("{this is not json", ""),

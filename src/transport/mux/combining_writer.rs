@@ -135,6 +135,11 @@ impl<W: AsyncWrite + Unpin, F: Framer> Writer<W, F> {
 /// Something that carries messages to the server.
 pub trait Outbound {
     fn send_message(&self, msg: &[u8]) -> impl Future<Output = Result<(), ()>>;
+    /// What the peer said outside the protocol, for a message once it broke off (a child
+    /// process's exit status and the end of its standard error); `None`: nothing.
+    fn aside(&self) -> impl Future<Output = Option<String>> {
+        async { None }
+    }
 }
 
 impl<W: AsyncWrite + Unpin, F: Framer> Outbound for Writer<W, F> {

@@ -407,4 +407,9 @@ impl<C: Connector> Session for MuxSession<C> {
     fn last_message(&self) -> &[u8] {
         &self.last
     }
+
+    async fn aside(&self) -> Option<String> {
+        let conn = self.current()?;
+        conn.out.aside().await
+    }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::reply_body::{BodySource, Head};
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
-use crate::transport::http1_client::{Captured, ContentKind, content_kind};
+use crate::transport::http1_client::Captured;
 use crate::transport::{CallSpec, Endpoint, TimingHeader};
 
 /// An HTTP/2 connection: the handle streams are opened on, and whether the task driving the
@@ -71,10 +71,8 @@ pub(super) fn response_head(
     timing: Option<&TimingHeader>,
 ) -> (Head, BodySource) {
     let status = resp.status().as_u16();
-    let content = resp
-        .headers()
-        .get("content-type")
-        .map_or(ContentKind::Missing, |v| content_kind(v.as_bytes()));
+    let content =
+        captured.set_content_type(resp.headers().get("content-type").map(|v| v.as_bytes()));
     captured.set_session_id(resp.headers().get("mcp-session-id").map(|v| v.as_bytes()));
     captured.set_retry_after(resp.headers().get("retry-after").map(|v| v.as_bytes()));
     if let Some(t) = timing {

@@ -519,6 +519,10 @@ impl Session for HttpSession {
         &self.resp
     }
 
+    fn content_type(&self) -> Option<String> {
+        self.captured.content_type()
+    }
+
     fn take_stats(&mut self) -> TransportCounts {
         std::mem::take(&mut self.stats)
     }

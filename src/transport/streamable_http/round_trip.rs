@@ -111,9 +111,10 @@ impl HttpSession {
             }
             ContentKind::EventStream => self.read_event_stream(source, id, &mut resumed).await,
             ContentKind::Other | ContentKind::Missing => {
-                let reply = Reply::new(Outcome::Protocol(ProtocolKind::BadContentType));
-                drop(source);
-                reply
+                // Not an MCP answer: read as a refusal is, its first bytes kept for messages.
+                let mut reply = self.refusal_reply(head.status, source).await;
+                reply.outcome = Outcome::Protocol(ProtocolKind::BadContentType);
+                return reply;
             }
         };
         self.after_body(reply).await
@@ -188,7 +189,8 @@ impl HttpSession {
         Reply::new(outcome)
     }
 
-    /// A reply other than 200: the status as the outcome, what the server said kept in `resp`,
+    /// A reply that is no MCP answer (a status other than 200, or a 200 neither JSON nor SSE):
+    /// the status as the outcome, what the server said kept in `resp`,
     /// whether the session expired (404), `Retry-After` and the timing header. A body not read
     /// to its end costs the (HTTP/1.1) connection.
     async fn refusal_reply(&mut self, status: u16, source: BodySource) -> Reply {
