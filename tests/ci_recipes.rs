@@ -413,7 +413,7 @@ mod yaml {
 
 /// Just enough of the POSIX shell to find simple commands, their words (literal text and
 /// variables) and their redirections in the recipes' scripts.
-mod shell {
+pub(crate) mod shell {
     #[derive(Debug, Clone, PartialEq)]
     pub enum Piece {
         Lit(String),
