@@ -301,7 +301,7 @@ fn shipped_and_documented_scenarios_validate() {
     fragments.as_object_mut().unwrap().remove("anyOf");
     let fv = jsonschema::validator_for(&fragments).unwrap();
     let mut blocks = 0;
-    for doc in ["scenarios/README.md", "README.md"] {
+    for doc in ["scenarios/README.md", "README.md", "docs/scenarios.md"] {
         let text = std::fs::read_to_string(repo().join(doc)).unwrap();
         for block in text.split("```toml\n").skip(1) {
             let block = block.split("```").next().unwrap();

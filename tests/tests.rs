@@ -13,6 +13,7 @@ mod ci_recipes;
 mod cli;
 mod credentials;
 mod deploy;
+mod docs;
 mod doctor;
 mod e2e;
 mod first_errors;
