@@ -66,6 +66,10 @@ fn a_tool_call_writes_its_scenario_and_that_scenario_repeats_the_run() {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("tools/call:echo"), "{out}");
+    assert!(
+        out.contains("report.md, report.html, scenario.toml)"),
+        "the results line names the scenario: {out}"
+    );
     // A readable default run directory, named after the tool; its scenario said on stderr.
     let run = only_dir(&dir.path().join("results"));
     let name = run.file_name().unwrap().to_str().unwrap().to_string();

@@ -210,7 +210,7 @@ pub enum Command {
         mcpbench doctor --concurrency 20000\n  \
         mcpbench doctor --quick --format json")]
     Doctor(DoctorArgs),
-    /// Serve mcpbench as an MCP server on stdin/stdout, so that an AI agent can load-test.
+    /// Serve mcpbench on stdin/stdout as an MCP server, for AI agents to load-test servers with.
     ///
     /// Tools `probe` (revision, server, tools, latencies), `run` (a bounded load test; its
     /// results written under --results-root) and `compare` (two runs, with verdicts). Only

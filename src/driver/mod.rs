@@ -389,11 +389,17 @@ fn tenants_of(plan: &Plan) -> Vec<String> {
     }
 }
 
-/// Renders the table for a finished run.
+/// Renders the table for a finished run, and where its files are (a quick test's directory
+/// also holds the scenario it wrote).
 pub fn render(out: &RunOutput) -> String {
     let mut s = text::render(&out.summary);
+    let scenario = if out.dir.join("scenario.toml").is_file() {
+        ", scenario.toml"
+    } else {
+        ""
+    };
     s.push_str(&format!(
-        "results: {}/ (summary.json, latency.hlog, timeseries.csv, report.md, report.html)\n",
+        "results: {}/ (summary.json, latency.hlog, timeseries.csv, report.md, report.html{scenario})\n",
         out.dir.display()
     ));
     s
