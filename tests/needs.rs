@@ -1,6 +1,6 @@
 //! What the tests need beyond Rust, kept honest: a test that needs something installed
-//! (the pinned peers, tmux, chromium, the release build) is `#[ignore]`d with the reason, so a
-//! plain `cargo test` on a fresh machine runs only what can pass there; `scripts/test`
+//! (the pinned peers, tmux, chromium, the release build) carries
+//! `#[ignore = "needs …: scripts/test …"]`, so a plain `cargo test` on a fresh machine runs only what can pass there; `scripts/test`
 //! installs the rest (`scripts/prerequisites`, `interop/setup.sh`) and runs them all; `.ci/run`
 //! goes through the same scripts instead of keeping its own list.
 
@@ -79,8 +79,9 @@ fn check_ignored(file: &str, prefix: &str, what: &str, seen: &mut usize) {
             continue;
         }
         *seen += 1;
-        let reason =
-            reason.unwrap_or_else(|| panic!("{file}: {name} needs {what} but is not #[ignore]d"));
+        let reason = reason.unwrap_or_else(|| {
+            panic!("{file}: {name} needs {what} but has no #[ignore = \"needs …: scripts/test …\"]")
+        });
         assert!(
             reason.contains("scripts/test") && reason.contains(what.trim_end_matches('s')),
             "{file}: {name}: the reason should name {what} and scripts/test: {reason:?}"
@@ -111,7 +112,7 @@ fn nothing_else_is_ignored() {
             let expected = listed.is_some_and(|(_, prefix, _)| name.starts_with(prefix));
             assert!(
                 reason.is_none() || expected,
-                "{rel}: {name} is #[ignore]d but not listed in tests/needs.rs NEEDS: \
+                "{rel}: {name} is ignored but not listed in tests/needs.rs NEEDS: \
                  say what it needs there (or run it)"
             );
         }

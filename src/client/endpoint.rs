@@ -6,7 +6,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use super::failure::PreflightError;
-use super::handshake::OPEN_TIMEOUT_MIN;
 use crate::protocol::jsonrpc::Codec;
 use crate::protocol::version::Revision;
 use crate::scenario::Plan;
@@ -14,6 +13,10 @@ use crate::scenario::plan::Remote;
 use crate::transport::net::{IdentityFiles, NetTarget, TlsClient, Trust};
 use crate::transport::url::Url;
 use crate::transport::{Endpoint, TransportKind};
+
+/// The least time a session opening gets (connecting, TLS, launching a process, the
+/// handshake are slower than a call).
+pub const OPEN_TIMEOUT_MIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Largest response or event accepted from a server.
 pub const MAX_BODY: usize = 64 * 1024 * 1024;

@@ -15,10 +15,6 @@ use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
 use crate::transport::{Endpoint, Session};
 
-/// The least time a session opening gets (connecting, TLS, launching a process, the
-/// handshake are slower than a call).
-pub const OPEN_TIMEOUT_MIN: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// What the preflight learned.
 #[derive(Debug, Clone)]
 pub struct Preflight {
