@@ -397,6 +397,14 @@ fn parse_stat(text: &str) -> Option<Stat> {
     })
 }
 
+/// This process's peak resident set (`VmHWM` of `/proc/self/status`), where the platform has it.
+pub fn own_peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 fn clock_ticks() -> u64 {
     #[cfg(target_os = "linux")]
     {
@@ -415,6 +423,14 @@ fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_process_peak_memory_is_read() {
+        let held = vec![1u8; 8 << 20];
+        let peak = own_peak_rss_bytes().expect("/proc/self/status has VmHWM on Linux");
+        assert!(peak >= 8 << 20, "{peak} bytes while holding 8 MiB");
+        drop(held);
+    }
 
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {

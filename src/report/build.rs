@@ -30,6 +30,8 @@ pub struct RunFacts {
     pub interrupted: bool,
     /// CPU time of the worker threads, where the platform reports it.
     pub cpu: Option<Duration>,
+    /// The process's peak resident memory, where the platform reports it.
+    pub peak_rss: Option<u64>,
     /// Things the driver noticed (an incomplete interval log, …).
     pub notes: Vec<String>,
     /// A start agreed with other generators, and how late this run was.
@@ -95,6 +97,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
                 .cpu
                 .filter(|_| all_started > 0)
                 .map(|c| (c.as_secs_f64() * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+            peak_rss_bytes: facts.peak_rss,
             lateness: totals
                 .lateness
                 .as_ref()
@@ -264,6 +267,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         measured,
         interrupted: false,
         cpu: None,
+        peak_rss: None,
         target_processes: Vec::new(),
         notes: Vec::new(),
         start: None,

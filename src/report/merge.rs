@@ -434,7 +434,8 @@ fn merged_load(read: &[RunFiles]) -> summary::LoadInfo {
     load
 }
 
-/// The generators together: workers and CPU time added, CPU per request of the whole (their
+/// The generators together: workers, CPU time and peak memory added (the peaks of separate
+/// processes, an upper bound of their sum at any moment), CPU per request of the whole (their
 /// lateness is per run only).
 fn merged_generator(read: &[RunFiles], all_started: u64) -> summary::Generator {
     let cpu: Option<f64> = read.iter().map(|r| r.summary.generator.cpu_seconds).sum();
@@ -444,6 +445,10 @@ fn merged_generator(read: &[RunFiles], all_started: u64) -> summary::Generator {
         cpu_us_per_request: cpu
             .filter(|_| all_started > 0)
             .map(|c| (c * 1e6 / all_started as f64 * 100.0).round() / 100.0),
+        peak_rss_bytes: read
+            .iter()
+            .map(|r| r.summary.generator.peak_rss_bytes)
+            .sum(),
         lateness: None,
     }
 }

@@ -567,6 +567,10 @@ pub struct Generator {
     /// Worker CPU time per request started (warm-up included), in microseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_us_per_request: Option<f64>,
+    /// The generator process's peak resident memory (`VmHWM`; an embedded server's share
+    /// included). Merged shards: the sum of the shards' peaks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
     /// Open loop: how late the generator released arrivals after their intended start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness: Option<Latency>,

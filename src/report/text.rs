@@ -337,7 +337,7 @@ fn session_opening(out: &mut String, s: &Summary) {
     let _ = writeln!(out);
 }
 
-/// Sessions and connections, stray responses, the generator's CPU.
+/// Sessions and connections, stray responses, the generator's CPU and peak memory.
 fn sessions(out: &mut String, s: &Summary) {
     let se = &s.sessions;
     let _ = write!(
@@ -358,6 +358,9 @@ fn sessions(out: &mut String, s: &Summary) {
             "; generator CPU {cpu:.2} µs/request on {} worker threads",
             s.generator.workers
         );
+    }
+    if let Some(b) = s.generator.peak_rss_bytes {
+        let _ = write!(out, ", peak memory {:.1} MiB", b as f64 / 1_048_576.0);
     }
     let _ = writeln!(out);
 }
