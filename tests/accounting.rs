@@ -6,30 +6,15 @@
 
 use std::process::Command;
 
-use crate::support::{http, listening, repo, scenario, scratch};
+use crate::support::{http, listening, release, scenario, scratch};
 
 /// Calls in the run.
 const CALLS: u64 = 1_000_000;
 
-/// Builds the release binaries (a no-op when CI built them first); their directory.
-fn release_binaries() -> std::path::PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "mcpbench", "--bins"])
-        .current_dir(repo())
-        .status()
-        .expect("cargo");
-    assert!(status.success(), "release build failed");
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .map(|d| if d.is_absolute() { d } else { repo().join(d) })
-        .unwrap_or_else(|| repo().join("target"))
-        .join("release")
-}
-
 #[test]
 #[ignore = "builds the release binaries and drives a million calls: scripts/test runs this"]
 fn a_million_rest_backed_calls_are_each_counted_once_and_match_the_backend() {
-    let bin = release_binaries();
+    let bin = release::binaries();
     let (_backend, backend_addr) = listening(Command::new(bin.join("mock-backend")).args([
         "--listen",
         "127.0.0.1:0",

@@ -14,6 +14,7 @@ const NEEDS: &[(&str, &str, &str)] = &[
     ("tests/terminal.rs", "", "tmux"),
     ("tests/browser.rs", "", "chromium"),
     ("tests/accounting.rs", "", "release"),
+    ("tests/sessions_at_scale.rs", "", "release"),
     ("tests/deploy.rs", "", "peers"),
     ("tests/interop/", "", "peers"),
     ("tests/mcp_server.rs", "interop_", "peers"),

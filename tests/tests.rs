@@ -43,6 +43,7 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod sessions_at_scale;
 mod signals;
 mod target_resources;
 mod tenants;

@@ -5,6 +5,7 @@
 pub mod broken;
 pub mod capacity;
 pub mod raw_http;
+pub mod release;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
