@@ -603,8 +603,12 @@ impl<'d, S: Session> User<'d, S> {
         true
     }
 
-    /// Think time between requests (closed loop).
+    /// Think time between requests (closed loop); a user that waits (think time, or for its
+    /// next arrival) lets its session rest.
     async fn think(&mut self) {
+        if self.ctx.plan.load.think.is_some() || self.open_loop() {
+            self.session.rest();
+        }
         if let Some((lo, hi)) = self.ctx.plan.load.think {
             let d = if hi > lo {
                 self.rng.random_range(lo..=hi)
