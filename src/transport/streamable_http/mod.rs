@@ -88,6 +88,10 @@ pub struct HttpSession {
     parked: Vec<Option<Conn>>,
     /// HTTP/2 with `sessions_per_connection`: the connection this session shares.
     lane: Option<Rc<SharedH2>>,
+    /// The caller lets the session rest between exchanges (`Session::rest`): the request
+    /// buffer goes back as soon as it is sent. (A session that never rests keeps its buffers,
+    /// and its hot path stays as it was.)
+    rests: bool,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -151,6 +155,7 @@ impl HttpSession {
             replica: 0,
             parked: Vec::new(),
             lane: None,
+            rests: false,
         };
         s.parked.resize_with(s.ep.replicas.len(), || None);
         s.render_head();
@@ -596,6 +601,7 @@ impl Session for HttpSession {
     }
 
     fn rest(&mut self) {
+        self.rests = true;
         for b in [
             &mut self.out,
             &mut self.body,

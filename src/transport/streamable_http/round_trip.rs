@@ -134,7 +134,10 @@ impl HttpSession {
                 spare::ensure(&mut self.out);
                 render_post(&mut self.out, &self.head, spec, &self.body);
                 let sent = c.send(&self.out).await;
-                spare::give(&mut self.out);
+                if self.rests {
+                    // Not held while the answer is awaited (a session that rests).
+                    spare::give(&mut self.out);
+                }
                 if sent.is_err() {
                     self.conn = None;
                     self.stale = true;
