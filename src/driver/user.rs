@@ -603,10 +603,9 @@ impl<'d, S: Session> User<'d, S> {
         true
     }
 
-    /// Think time between requests (closed loop); a user that waits (think time, or for its
-    /// next arrival) lets its session rest.
+    /// Think time between requests (closed loop), during which the user's session rests.
     async fn think(&mut self) {
-        if self.ctx.plan.load.think.is_some() || self.open_loop() {
+        if self.ctx.plan.load.think.is_some() {
             self.session.rest();
         }
         if let Some((lo, hi)) = self.ctx.plan.load.think {

@@ -232,14 +232,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
             self.pos = 0;
             self.len = 0;
         }
-        if self.buf.is_empty() {
+        let lent = self.buf.is_empty();
+        if lent {
             self.buf = spare::take_read(READ_CHUNK);
         }
         if self.len == self.buf.len() {
             return false;
         }
         let closed = self.poll_idle();
-        self.rest();
+        if lent {
+            self.rest();
+        }
         closed
     }
 
