@@ -189,6 +189,7 @@ fn whole_request(http2: bool) -> Work {
     let timeout = Duration::from_secs(10);
     let ep = Endpoint {
         timing: None,
+        sessions_per_connection: 1,
         replicas: Vec::new(),
         id_base: 0,
         children: Default::default(),

@@ -154,6 +154,29 @@ fn stdio_revisions_per_vu_and_shared() {
     }
 }
 
+/// HTTP/2 sessions sharing connections (`sessions_per_connection`): 300 sessions on one worker,
+/// 100 per connection, open 3 connections (the first session of each opens it), each session
+/// its own; no errors, and nothing expired (every request carried its own session's id).
+#[test]
+fn h2_sessions_share_connections() {
+    let srv = servers(ResponseMode::Json, 0, 100, Default::default());
+    let text = format!(
+        "name = \"h2-lanes\"\n[target]\nurl = \"http://{}/mcp\"\nhttp = \"2\"\n\
+         sessions_per_connection = 100\n[load]\nconcurrency = 300\nduration = \"1500ms\"\n\
+         think = \"200ms\"\ntimeout = \"10s\"\nworkers = 1\n{WORKLOAD}",
+        srv.mcp_addr
+    );
+    let dir = scratch();
+    let s = crate::support::run_in(&text, dir.path())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .summary;
+    clean(&s, "2025-11-25", "h2 lanes");
+    assert_eq!(s.target.http, "2");
+    assert_eq!(s.sessions.opened, 300, "{:?}", s.sessions);
+    assert_eq!(s.sessions.connections, 3, "{:?}", s.sessions);
+    assert_eq!(s.sessions.expired, 0, "{:?}", s.sessions);
+}
+
 #[test]
 fn websocket_revisions_per_vu_and_shared() {
     let srv = servers(ResponseMode::Json, 0, 100, Default::default());

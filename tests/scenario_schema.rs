@@ -369,6 +369,7 @@ transport = "streamable-http"
 url = ["https://localhost:8443/mcp", "https://[::1]:8444/mcp"]
 protocol = "auto"
 http = "2"
+sessions_per_connection = 1
 tls = {{ ca = "{ca}", cert = "{cert}", key = "{key}" }}
 headers = {{ X-Trace = "on", Host = "mcp.example" }}
 timing_header = "server-timing:upstream"

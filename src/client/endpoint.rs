@@ -55,6 +55,7 @@ pub fn blank(kind: TransportKind, protocol: Revision, timeout: Duration) -> Endp
         extra_headers: Vec::new(),
         headers: Vec::new(),
         http2: false,
+        sessions_per_connection: 1,
         command: None,
         protocol,
         codec: Codec::default(),
@@ -98,6 +99,7 @@ pub fn at_url(
 pub fn of_remote(ep: &mut Endpoint, r: &Remote) -> Result<(), ClientError> {
     ep.command = r.command.clone();
     ep.timing = r.timing.clone();
+    ep.sessions_per_connection = r.sessions_per_connection;
     if let Some(u) = &r.url {
         at_url(ep, u, &r.trust, r.identity.as_ref())?;
     }

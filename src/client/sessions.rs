@@ -13,7 +13,7 @@ use crate::metrics::recorder::TransportCounts;
 use crate::transport::legacy_sse_client::SseConnector;
 use crate::transport::mux::{Connector, MuxSession, Shared};
 use crate::transport::stdio_client::StdioConnector;
-use crate::transport::streamable_http::{HttpSession, HttpShared};
+use crate::transport::streamable_http::{H2Lanes, HttpSession, HttpShared};
 use crate::transport::ws_client::WsConnector;
 use crate::transport::{Endpoint, Session, TransportKind};
 
@@ -102,15 +102,23 @@ pub async fn with_sessions<T: WithSessions>(
 ) -> (T::Output, SharedLink) {
     match ep.kind {
         TransportKind::StreamableHttp => {
+            // HTTP/2 connections shared by `sessions_per_connection` sessions each.
+            let lanes = (ep.http2 && ep.sessions_per_connection > 1)
+                .then(|| H2Lanes::new(ep.sessions_per_connection));
+            let on_lane = move |s: HttpSession| match &lanes {
+                Some(l) => s.on_lane(l.next()),
+                None => s,
+            };
             if let Sharing::Shared { .. } = sharing {
                 let shared = Rc::new(HttpShared::default());
                 let e = ep.clone();
                 let out = task
-                    .with(move |_| HttpSession::shared(e.clone(), shared.clone()))
+                    .with(move |_| on_lane(HttpSession::shared(e.clone(), shared.clone())))
                     .await;
                 (out, SharedLink(None))
             } else {
-                (task.with(HttpSession::new).await, SharedLink(None))
+                let out = task.with(move |ep| on_lane(HttpSession::new(ep))).await;
+                (out, SharedLink(None))
             }
         }
         TransportKind::Stdio => {

@@ -77,11 +77,20 @@ pub fn needs(plan: &Plan, workers: usize) -> Needs {
         TransportKind::Stdio => (0, 3),
         TransportKind::StreamableHttp | TransportKind::WebSocket => (1, 1),
     };
-    let connections = sessions * per_session;
+    // HTTP/2 sessions sharing connections: each worker's users fill theirs in turn.
+    let shared = match &plan.target {
+        Target::Remote(r) if conn.http2 && r.sessions_per_connection > 1 => {
+            let (w, n) = (workers.max(1) as u64, r.sessions_per_connection as u64);
+            let per_worker = |i| (sessions / w + u64::from(i < sessions % w)).div_ceil(n);
+            Some((0..w).map(per_worker).sum::<u64>())
+        }
+        _ => None,
+    };
+    let connections = shared.unwrap_or(sessions * per_session);
     // An embedded server holds the other end of each connection in this process too.
     let embedded = matches!(plan.target, Target::Embedded(_)) && per_session > 0;
     let fds_per_session = fds_per_session * if embedded { 2 } else { 1 };
-    let fds = fds_for(sessions, fds_per_session, workers);
+    let fds = fds_for(shared.unwrap_or(sessions), fds_per_session, workers);
     let processes = if conn.transport == TransportKind::Stdio {
         sessions
     } else {

@@ -603,8 +603,11 @@ impl<'d, S: Session> User<'d, S> {
         true
     }
 
-    /// Think time between requests (closed loop).
+    /// Think time between requests (closed loop), during which the user's session rests.
     async fn think(&mut self) {
+        if self.ctx.plan.load.think.is_some() {
+            self.session.rest();
+        }
         if let Some((lo, hi)) = self.ctx.plan.load.think {
             let d = if hi > lo {
                 self.rng.random_range(lo..=hi)

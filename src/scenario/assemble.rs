@@ -739,5 +739,27 @@ mod tests {
             .message
             .contains("HTTP/2")
         );
+        // Sessions sharing connections: HTTP/2 only, one URL, at least 1.
+        let lanes = |extra: &str| {
+            err(&format!(
+                "[target]\nurl = \"http://h/\"\n{extra}sessions_per_connection = 10\n{base}"
+            ))
+        };
+        let e = lanes("");
+        assert!(e.message.contains("http = \"2\""), "{}", e.message);
+        assert_eq!(e.key, "target.sessions_per_connection");
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("sessions_per_connection")
+        );
+        let text = format!(
+            "[target]\nurl = \"http://h/\"\nhttp = \"2\"\nsessions_per_connection = 10\n{base}"
+        );
+        let Target::Remote(r) = parse("t.toml", &text, &|_| None).unwrap().target else {
+            panic!("a remote target");
+        };
+        assert_eq!(r.sessions_per_connection, 10);
     }
 }

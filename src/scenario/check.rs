@@ -110,6 +110,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
             "a duration in quotes, e.g. \"30s\", \"500ms\", \"2m\""
         }
         "load.workers" => "generator threads, a positive integer (default: one per core)",
+        "target.sessions_per_connection" => {
+            "with http = \"2\": sessions sharing one connection, e.g. sessions_per_connection = 1000 (1: a connection each)"
+        }
         "load.model" => "\"closed\" (virtual users) or \"open\" (arrival rate)",
         "workload.weight" => {
             "a positive integer; entries are picked in proportion to their weights"

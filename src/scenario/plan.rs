@@ -178,6 +178,9 @@ pub struct Remote {
     pub url: Option<Url>,
     /// `target.url` as a list: replicas, requests spread over them in turn (Streamable HTTP).
     pub replicas: Vec<Url>,
+    /// `sessions_per_connection` (HTTP/2): the sessions of a worker share connections, this
+    /// many each; 1: a connection per session.
+    pub sessions_per_connection: usize,
     /// `target.protocol` as a list: mixed clients, virtual user `i` speaking
     /// `revisions[i % n]`; results break down by revision (as tenants).
     pub revisions: Vec<crate::protocol::version::Revision>,

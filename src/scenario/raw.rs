@@ -65,6 +65,8 @@ pub struct RawTarget {
     pub cwd: Option<Spanned<String>>,
     pub protocol: Option<Spanned<UrlList>>,
     pub http: Option<Spanned<String>>,
+    /// HTTP/2: sessions of a worker sharing one connection.
+    pub sessions_per_connection: Option<Spanned<u32>>,
     pub tls: Option<Spanned<RawTls>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
@@ -238,7 +240,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
 ];
 
 #[rustfmt::skip]
-const TARGET_KEYS: &[&str] = &["name", "transport", "url", "command", "env", "cwd", "protocol", "http", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth", "pid"];
+const TARGET_KEYS: &[&str] = &["name", "transport", "url", "command", "env", "cwd", "protocol", "http", "sessions_per_connection", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth", "pid"];
 const OAUTH_KEYS: &[&str] = &[
     "token_url",
     "client_id",

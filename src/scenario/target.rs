@@ -38,6 +38,7 @@ pub(super) fn target(
         Some(h) => http_version(src, h, "target.http", transport)?,
         None => false,
     };
+    let sessions_per_connection = sessions_per_connection(src, raw, http2, urls.len())?;
     let (trust, identity) = tls(src, raw, url.as_ref())?;
     let headers = headers(src, &raw.headers, env)?;
     let credentials = credentials(src, raw, env)?;
@@ -61,6 +62,7 @@ pub(super) fn target(
         pids,
         revisions,
         replicas,
+        sessions_per_connection,
         identity,
         oauth,
         tool_prefix,
@@ -662,6 +664,36 @@ fn http_version(
         ));
     }
     Ok(h2)
+}
+
+/// `target.sessions_per_connection`: how many sessions of a worker share one HTTP/2
+/// connection (1 when not written).
+fn sessions_per_connection(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    http2: bool,
+    urls: usize,
+) -> Result<usize, ScenarioError> {
+    let Some(n) = &raw.sessions_per_connection else {
+        return Ok(1);
+    };
+    let key = "target.sessions_per_connection";
+    let why = match *n.get_ref() {
+        0 => Some("target.sessions_per_connection must be at least 1"),
+        1 => None,
+        _ if !http2 => {
+            Some("target.sessions_per_connection shares HTTP/2 connections: it needs http = \"2\"")
+        }
+        _ if urls > 1 => Some(
+            "target.sessions_per_connection takes one URL (replicas each have their own \
+             connections)",
+        ),
+        _ => None,
+    };
+    match why {
+        Some(m) => Err(src.error(n.span(), m, key_hint(key))),
+        None => Ok(*n.get_ref() as usize),
+    }
 }
 
 /// The revision a transport offers when the scenario names none.

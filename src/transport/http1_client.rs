@@ -13,6 +13,8 @@ use std::ops::ControlFlow;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::spare;
+
 /// Bound on a response head.
 const MAX_HEAD: usize = 64 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
@@ -171,6 +173,8 @@ impl Captured {
 #[derive(Debug)]
 pub struct Http1Conn<S> {
     io: S,
+    /// The read buffer: a spare one (see `spare`) taken when a read needs it, given back
+    /// when the connection rests with nothing buffered.
     buf: Vec<u8>,
     pos: usize,
     len: usize,
@@ -191,7 +195,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     pub fn new(io: S) -> Self {
         Http1Conn {
             io,
-            buf: vec![0; READ_CHUNK],
+            buf: Vec::new(),
             pos: 0,
             len: 0,
             reusable: true,
@@ -228,9 +232,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
             self.pos = 0;
             self.len = 0;
         }
+        let lent = self.buf.is_empty();
+        if lent {
+            self.buf = spare::take_read(READ_CHUNK);
+        }
         if self.len == self.buf.len() {
             return false;
         }
+        let closed = self.poll_idle();
+        if lent {
+            self.rest();
+        }
+        closed
+    }
+
+    /// One non-blocking read of an idle connection: true if the peer closed (or reset) it.
+    fn poll_idle(&mut self) -> bool {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let mut rb = tokio::io::ReadBuf::new(&mut self.buf[self.len..]);
         match std::pin::Pin::new(&mut self.io).poll_read(&mut cx, &mut rb) {
@@ -243,6 +260,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
                 self.reusable = false;
                 true
             }
+        }
+    }
+
+    /// Gives the read buffer back to the thread's spares if nothing is buffered in it (the
+    /// connection waits between exchanges); the next read takes one again.
+    pub fn rest(&mut self) {
+        if self.pos == self.len && self.body.is_none() {
+            self.pos = 0;
+            self.len = 0;
+            spare::give_read(std::mem::take(&mut self.buf));
         }
     }
 
@@ -259,6 +286,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
         if self.pos == self.len {
             self.pos = 0;
             self.len = 0;
+        }
+        if self.buf.is_empty() {
+            // Resting: no buffer is held while the answer is awaited. A read of nothing waits
+            // for the stream to be readable (TCP; a TLS stream returns at once).
+            let mut none = tokio::io::ReadBuf::new(&mut []);
+            let ready = std::future::poll_fn(|cx| {
+                std::pin::Pin::new(&mut self.io).poll_read(cx, &mut none)
+            });
+            if let Err(e) = ready.await {
+                self.reusable = false;
+                return Err(e.into());
+            }
+            self.buf = spare::take_read(READ_CHUNK);
         }
         if self.buf.len() - self.len < READ_CHUNK / 2 {
             if self.pos > 0 {

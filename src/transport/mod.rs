@@ -5,6 +5,7 @@
 //! | `net`               | TCP + TLS (rustls) connecting, one `Stream` type                |
 //! | `exchange`          | one HTTP/1.1 request on a fresh connection, off the hot path    |
 //! | `http1_client`      | hot-path HTTP/1.1 client connection                             |
+//! | `spare`             | a worker thread's spare buffers, lent to busy sessions          |
 //! | `sse_decoder`       | the one SSE decoder                                             |
 //! | `ws_frames`         | WebSocket client framing (handshake, reader, writer)            |
 //! | `streamable_http`   | MCP over Streamable HTTP (both eras; HTTP/1.1 or HTTP/2)        |
@@ -20,6 +21,7 @@ pub mod http1_client;
 pub mod legacy_sse_client;
 pub mod mux;
 pub mod net;
+pub(crate) mod spare;
 pub mod sse_decoder;
 pub mod stdio_client;
 pub mod streamable_http;
@@ -82,6 +84,8 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     /// HTTP/2 (prior knowledge on plain TCP, ALPN over TLS) instead of HTTP/1.1.
     pub http2: bool,
+    /// HTTP/2: the sessions of a worker share connections, this many each (1: their own).
+    pub sessions_per_connection: usize,
     /// Stdio targets: the command.
     pub command: Option<CommandSpec>,
     /// The revision offered (handshake era) or used (2026-07-28).
@@ -317,6 +321,10 @@ pub trait Session {
     fn close(&mut self) -> impl Future<Output = ()>;
     /// Forgets the session (after the server expired it); the next request reopens.
     fn reset(&mut self);
+    /// The caller is about to wait (think time, an idle open-loop user): buffers the session
+    /// needs only during an exchange go back to the thread's spares (see `spare`), so that an
+    /// idle session costs little. [`Session::last_message`] is empty from then on.
+    fn rest(&mut self) {}
     /// The bytes of the last response message, when the session keeps them.
     fn last_message(&self) -> &[u8];
     /// The server's session id (`Mcp-Session-Id`), where the transport has one.

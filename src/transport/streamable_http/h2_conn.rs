@@ -1,6 +1,9 @@
 //! The HTTP/2 side of a Streamable HTTP session: the connection (on the `h2` crate, each
-//! virtual user awaiting its own stream), request heads, and what a response head says.
+//! virtual user awaiting its own stream), shared by several sessions if asked
+//! (`sessions_per_connection`), request heads, and what a response head says.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -10,10 +13,13 @@ use super::reply_body::{BodySource, Head};
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use crate::transport::http1_client::Captured;
+use crate::transport::mux::OpenLatch;
 use crate::transport::{CallSpec, Endpoint, TimingHeader};
 
 /// An HTTP/2 connection: the handle streams are opened on, and whether the task driving the
-/// connection has ended (closed by either side).
+/// connection has ended (closed by either side). A clone is another handle on the same
+/// connection.
+#[derive(Clone)]
 pub(super) struct H2Conn {
     send: h2::client::SendRequest<Bytes>,
     closed: Arc<AtomicBool>,
@@ -60,6 +66,67 @@ impl H2Conn {
             out.send_data(Bytes::copy_from_slice(body), true)?;
         }
         response.await
+    }
+}
+
+/// One HTTP/2 connection shared by several sessions of a worker (`sessions_per_connection`):
+/// opened by the first session that needs it, reopened by the first that finds it closed,
+/// while the others wait for that opening (and take the new connection, or fail if it failed).
+#[derive(Default)]
+pub struct SharedH2 {
+    conn: RefCell<Option<H2Conn>>,
+    latch: OpenLatch,
+}
+
+impl SharedH2 {
+    /// The connection, while it is alive.
+    pub(super) fn live(&self) -> Option<H2Conn> {
+        self.conn
+            .borrow()
+            .as_ref()
+            .filter(|c| !c.is_closed())
+            .cloned()
+    }
+
+    /// Claims the (re)opening; false while another session is opening.
+    pub(super) fn claim(&self) -> bool {
+        self.latch.claim()
+    }
+
+    /// Ends a claimed opening: the new connection (if it opened) for everyone.
+    pub(super) fn opened(&self, conn: Option<&H2Conn>) {
+        *self.conn.borrow_mut() = conn.cloned();
+        self.latch.release();
+    }
+
+    /// Waits while another session opens the connection.
+    pub(super) async fn wait(&self) {
+        self.latch.wait().await;
+    }
+}
+
+/// Hands out the sessions of a worker to shared HTTP/2 connections, `per` sessions each.
+pub struct H2Lanes {
+    per: usize,
+    next: RefCell<(Rc<SharedH2>, usize)>,
+}
+
+impl H2Lanes {
+    pub fn new(per: usize) -> Self {
+        H2Lanes {
+            per: per.max(1),
+            next: RefCell::new((Rc::default(), 0)),
+        }
+    }
+
+    /// The connection the next session goes on.
+    pub fn next(&self) -> Rc<SharedH2> {
+        let mut n = self.next.borrow_mut();
+        if n.1 == self.per {
+            *n = (Rc::default(), 0);
+        }
+        n.1 += 1;
+        n.0.clone()
     }
 }
 

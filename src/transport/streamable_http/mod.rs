@@ -23,11 +23,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use h2_conn::{H2Conn, build_h2};
+pub use h2_conn::{H2Lanes, SharedH2};
 use reply_body::Body;
 
 use super::http1_client::{Captured, Http1Conn, IDLE_PROBE};
 use super::mux::OpenLatch;
 use super::net::{self, Stream};
+use super::spare;
 use super::sse_decoder::SseDecoder;
 use super::{CallSpec, Endpoint, Reply, Session, discover_supports, negotiated_revision};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
@@ -49,6 +51,8 @@ pub struct HttpSession {
     head: Vec<u8>,
     /// HTTP/2: the request URI.
     uri: hyper::Uri,
+    /// The request as sent, its body, and the response message: spare buffers (`spare`) while
+    /// the session is busy, given back when it rests.
     out: Vec<u8>,
     body: Vec<u8>,
     resp: Vec<u8>,
@@ -82,6 +86,12 @@ pub struct HttpSession {
     /// Replicas: the one the current connection goes to, and the others' connections.
     replica: usize,
     parked: Vec<Option<Conn>>,
+    /// HTTP/2 with `sessions_per_connection`: the connection this session shares.
+    lane: Option<Rc<SharedH2>>,
+    /// The caller lets the session rest between exchanges (`Session::rest`): the request
+    /// buffer goes back as soon as it is sent. (A session that never rests keeps its buffers,
+    /// and its hot path stays as it was.)
+    rests: bool,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -122,11 +132,11 @@ impl HttpSession {
         let mut s = HttpSession {
             ep,
             conn: None,
-            head: Vec::with_capacity(512),
+            head: Vec::new(),
             uri,
-            out: Vec::with_capacity(1024),
-            body: Vec::with_capacity(1024),
-            resp: Vec::with_capacity(4096),
+            out: Vec::new(),
+            body: Vec::new(),
+            resp: Vec::new(),
             answer: Vec::new(),
             sse: SseDecoder::new(max),
             captured,
@@ -144,6 +154,8 @@ impl HttpSession {
             bearer: None,
             replica: 0,
             parked: Vec::new(),
+            lane: None,
+            rests: false,
         };
         s.parked.resize_with(s.ep.replicas.len(), || None);
         s.render_head();
@@ -169,6 +181,13 @@ impl HttpSession {
         shared.users.set(shared.users.get() + 1);
         s.shared = Some(shared);
         s
+    }
+
+    /// Puts this session's requests on a shared HTTP/2 connection (its MCP session stays its
+    /// own).
+    pub fn on_lane(mut self, lane: Rc<SharedH2>) -> Self {
+        self.lane = Some(lane);
+        self
     }
 
     /// Shared mode: takes over the current shared session, if it changed.
@@ -271,14 +290,24 @@ impl HttpSession {
         self.head = head;
     }
 
-    async fn connect(&mut self) -> Result<(), Outcome> {
+    /// Connects (or takes the shared HTTP/2 connection); true if a new connection was opened.
+    async fn connect(&mut self) -> Result<bool, Outcome> {
+        if let Some(lane) = self.lane.clone() {
+            return self.connect_lane(&lane).await;
+        }
+        self.conn = Some(self.open_conn().await?);
+        Ok(true)
+    }
+
+    /// A new connection to the current replica (or the target).
+    async fn open_conn(&self) -> Result<Conn, Outcome> {
         let target = match self.ep.replicas.get(self.replica) {
             Some(r) => r,
             None => self.ep.net.as_ref().ok_or(Outcome::Connect)?,
         };
         let stream = net::connect(target).await.map_err(|e| e.outcome())?;
         let h2 = self.ep.http2 || stream.alpn() == Some(b"h2");
-        self.conn = Some(if h2 {
+        Ok(if h2 {
             Conn::H2(
                 H2Conn::handshake(stream)
                     .await
@@ -286,8 +315,41 @@ impl HttpSession {
             )
         } else {
             Conn::H1(Http1Conn::new(stream))
-        });
-        Ok(())
+        })
+    }
+
+    /// The shared HTTP/2 connection: taken if alive, else (re)opened by this session, or
+    /// waited for while another one opens it.
+    async fn connect_lane(&mut self, lane: &SharedH2) -> Result<bool, Outcome> {
+        if let Some(c) = lane.live() {
+            self.conn = Some(Conn::H2(c));
+            return Ok(false);
+        }
+        if !lane.claim() {
+            lane.wait().await;
+            let c = lane.live().ok_or(Outcome::Connect)?;
+            self.conn = Some(Conn::H2(c));
+            return Ok(false);
+        }
+        // Released however this ends (a timeout drops the future mid-way).
+        let mut guard = LaneOpening(Some(lane));
+        let opened = self.open_conn().await;
+        guard.0 = None;
+        match opened {
+            Ok(Conn::H2(c)) => {
+                lane.opened(Some(&c));
+                self.conn = Some(Conn::H2(c));
+                Ok(true)
+            }
+            Ok(Conn::H1(_)) => {
+                lane.opened(None);
+                Err(Outcome::Protocol(ProtocolKind::BadHttp))
+            }
+            Err(o) => {
+                lane.opened(None);
+                Err(o)
+            }
+        }
     }
 
     /// After `IDLE_PROBE` of idleness: has the server closed the HTTP/1.1 connection? (Then
@@ -410,6 +472,17 @@ impl HttpSession {
     }
 }
 
+/// Ends a shared HTTP/2 connection's opening (as failed) if the opener is dropped mid-way.
+struct LaneOpening<'a>(Option<&'a SharedH2>);
+
+impl Drop for LaneOpening<'_> {
+    fn drop(&mut self) {
+        if let Some(lane) = self.0 {
+            lane.opened(None);
+        }
+    }
+}
+
 /// Releases a shared session's open latch however `open` ends (a timeout drops it).
 struct ReleaseLatch(Option<Rc<HttpShared>>);
 
@@ -525,6 +598,24 @@ impl Session for HttpSession {
 
     fn take_stats(&mut self) -> TransportCounts {
         std::mem::take(&mut self.stats)
+    }
+
+    fn rest(&mut self) {
+        self.rests = true;
+        for b in [
+            &mut self.out,
+            &mut self.body,
+            &mut self.resp,
+            &mut self.answer,
+        ] {
+            spare::give(b);
+        }
+        let parked = self.parked.iter_mut().flatten();
+        for conn in self.conn.iter_mut().chain(parked) {
+            if let Conn::H1(c) = conn {
+                c.rest();
+            }
+        }
     }
 
     fn set_bearer(&mut self, token: Option<&str>) {

@@ -15,7 +15,7 @@ use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc;
 use crate::transport::http1_client::{ContentKind, Http1Conn, HttpError};
 use crate::transport::net::Stream;
-use crate::transport::{CallSpec, Reply};
+use crate::transport::{CallSpec, Reply, spare};
 
 /// How long to wait for a server to end an SSE response stream after the response arrived
 /// before dropping the connection instead of reusing it.
@@ -43,12 +43,13 @@ impl HttpSession {
         let mut connect = None;
         if self.closed_while_idle() || !self.conn_usable() {
             let t0 = Instant::now();
-            if let Err(o) = self.connect().await {
-                return Reply::new(o);
+            match self.connect().await {
+                Err(o) => return Reply::new(o),
+                Ok(opened) => connected = opened,
             }
-            connected = true;
-            connect = Some(t0.elapsed());
+            connect = connected.then(|| t0.elapsed());
         }
+        spare::ensure(&mut self.body);
         let id = self.take_id();
         if expect_response {
             self.last_id = Some(id);
@@ -63,8 +64,8 @@ impl HttpSession {
             // on a fresh connection. Never an error, and the new connection is counted.
             reply = match self.connect().await {
                 Err(o) => Reply::new(o),
-                Ok(()) => {
-                    connected = true;
+                Ok(opened) => {
+                    connected = opened;
                     self.round_trip(spec, id, expect_response).await
                 }
             };
@@ -91,6 +92,8 @@ impl HttpSession {
             Ok(sent) => sent,
             Err(reply) => return reply,
         };
+        // Held from the answer on, not while it is awaited.
+        spare::ensure(&mut self.resp);
         if !expect_response {
             return self.notification_reply(head.status, source).await;
         }
@@ -128,8 +131,14 @@ impl HttpSession {
         let header_rev = self.header_revision();
         match self.conn.as_mut() {
             Some(Conn::H1(c)) => {
+                spare::ensure(&mut self.out);
                 render_post(&mut self.out, &self.head, spec, &self.body);
-                if c.send(&self.out).await.is_err() {
+                let sent = c.send(&self.out).await;
+                if self.rests {
+                    // Not held while the answer is awaited (a session that rests).
+                    spare::give(&mut self.out);
+                }
+                if sent.is_err() {
                     self.conn = None;
                     self.stale = true;
                     return Err(Reply::new(Outcome::Io));
