@@ -187,11 +187,6 @@ impl Sessions {
         self.max
     }
 
-    /// How long a session may stay unused before the reaper ends it.
-    pub(crate) fn idle(&self) -> Duration {
-        self.idle
-    }
-
     /// Sessions ended for being idle since the server started.
     pub(crate) fn expired(&self) -> u64 {
         self.expired.load(Ordering::Relaxed)
