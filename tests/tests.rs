@@ -38,6 +38,7 @@ mod rounds;
 mod scale_out;
 mod scenario_schema;
 mod server_legacy_sse;
+mod server_scale;
 mod server_stateless;
 mod server_stdio;
 mod server_streamable;

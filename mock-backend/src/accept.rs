@@ -394,6 +394,70 @@ pub async fn serve_http_with<I, S, B>(
     }
 }
 
+/// [`serve_http_with`] for a plain TCP connection, lighter on memory for HTTP/1.1: the first
+/// bytes are peeked (not read) to tell HTTP/1 from the HTTP/2 preface, and an HTTP/1 client is
+/// served by hyper's HTTP/1 connection directly. Through the auto-detecting builder, the bytes
+/// it reads to decide come back to hyper as a short first read, which makes hyper grow its
+/// read buffer from 8 to 16 KiB on every connection, and its state machine (both protocols')
+/// sits in every connection's task. HTTP/2, or a client whose first bytes cannot tell yet,
+/// goes through [`serve_http_with`] (its future boxed, so only those connections pay for it).
+///
+/// A client that sends nothing for [`HttpLimits::header_read_timeout`] is closed, as there.
+pub async fn serve_tcp_with<S, B>(
+    stream: TcpStream,
+    service: S,
+    mut shutdown: Shutdown,
+    limits: HttpLimits,
+    slot: Option<Slot>,
+) where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + 'static,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    TokioExecutor: HttpServerConnExec<S::Future, B>,
+{
+    let mut first = [0u8; 4];
+    let peeked = match limits.header_read_timeout {
+        Some(t) => tokio::time::timeout(t, stream.peek(&mut first))
+            .await
+            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+        None => stream.peek(&mut first).await,
+    };
+    let n = match peeked {
+        Ok(0) => return,
+        Ok(n) => n,
+        Err(error) => {
+            tracing::debug!(%error, "no request head within the header read timeout");
+            return;
+        }
+    };
+    if first[..n] == H2_PREFACE[..n] {
+        Box::pin(serve_http_with(stream, service, shutdown, limits, slot)).await;
+        return;
+    }
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let io = Guarded::with_protocol_known(stream, slot, &limits);
+    let mut conn = pin!(
+        builder
+            .serve_connection(TokioIo::new(io), service)
+            .with_upgrades()
+    );
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = shutdown.triggered() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "connection ended with an error");
+    }
+}
+
 /// The HTTP/2 client preface: until a connection's first bytes either complete it or differ
 /// from it, hyper-util cannot tell HTTP/1 from HTTP/2 (and hyper's HTTP/1 head timer has not
 /// started yet).
@@ -463,6 +527,16 @@ impl<I> Guarded<I> {
                 armed: false,
             }),
         }
+    }
+
+    /// [`new`](Self::new) for a connection whose protocol is already known (hyper's own head
+    /// timer bounds it from the start): no preface deadline.
+    pub fn with_protocol_known(io: I, slot: Option<Slot>, limits: &HttpLimits) -> Self {
+        let limits = HttpLimits {
+            header_read_timeout: None,
+            ..*limits
+        };
+        Self::new(io, slot, &limits)
     }
 
     fn after_write<T>(

@@ -93,15 +93,43 @@ pub struct FrontArgs {
     #[arg(long, requires = "tls_client_ca")]
     tls_client_optional: bool,
     /// Connections open at once (WebSockets included); one more is answered 503 with
-    /// Retry-After and closed.
+    /// Retry-After and closed. Default: what the open-file limit holds (the soft limit, raised
+    /// to the hard one at start), less 512 descriptors kept for the process itself.
     #[arg(
         long,
         value_name = "N",
-        default_value_t = server::Config::default().max_connections,
         allow_negative_numbers = true,
         value_parser = Number::<usize>::at_least(1, "connections")
     )]
-    max_connections: usize,
+    max_connections: Option<usize>,
+    /// End a Streamable HTTP session no request has named for this long (its calls cancelled;
+    /// its next request gets 404). Each is counted, and the count printed at shutdown.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = idle_duration)]
+    session_idle: Duration,
+    /// Set SO_REUSEPORT on the listener (Linux): several `mcpbench serve` processes on one
+    /// address, the kernel spreading connections over them (to hold more connections than one
+    /// process's open-file limit).
+    #[arg(long)]
+    reuse_port: bool,
+}
+
+/// Descriptors `serve` keeps for itself below the open-file limit: listeners, the runtime's,
+/// the in-process mock backend's connections (both ends), the audit log, stdio.
+const RESERVED_FDS: u64 = 512;
+
+/// The default of `--max-connections`: the open-file soft limit (already raised to the hard one)
+/// less [`RESERVED_FDS`], at least half the limit.
+fn default_max_connections() -> usize {
+    let (soft, _) = crate::driver::limits::open_files();
+    let held = soft.saturating_sub(RESERVED_FDS).max(soft / 2).max(1);
+    usize::try_from(held).unwrap_or(usize::MAX)
+}
+
+fn idle_duration(s: &str) -> Result<Duration, String> {
+    match mcpbench_knobs::parse_duration(s).map_err(|e| e.to_string())? {
+        d if d.is_zero() => Err("a session idle timeout must be more than 0".into()),
+        d => Ok(d),
+    }
 }
 
 impl FrontArgs {
@@ -114,7 +142,9 @@ impl FrontArgs {
     /// The server settings these make (TLS loaded).
     pub(super) fn configure(&self, config: &mut server::Config) -> Result<(), String> {
         config.response = self.response;
-        config.max_connections = self.max_connections;
+        config.max_connections = self.max_connections.unwrap_or_else(default_max_connections);
+        config.session_idle = self.session_idle;
+        config.reuse_port = self.reuse_port;
         config
             .allowed_hosts
             .extend(self.allow_hosts.iter().cloned());
@@ -378,6 +408,7 @@ pub(super) fn front(
             name.unwrap_or("signal"),
             mcpbench_knobs::format_duration(mock_backend::accept::DEFAULT_GRACE)
         );
+        eprintln!("{}", sessions_line(servers.state()));
         // A second signal does not wait for the drain (what was recorded is written first).
         let _ = std::thread::Builder::new()
             .name("mcpbench-signals".into())
@@ -392,6 +423,16 @@ pub(super) fn front(
     // Dropping the servers drains them (graceful shutdown, bounded by the grace).
     drop(servers);
     ExitCode::SUCCESS
+}
+
+/// What became of the server's Streamable HTTP sessions, printed at shutdown.
+fn sessions_line(state: &server::State) -> String {
+    format!(
+        "sessions: {} open, {} expired after {} idle (--session-idle)",
+        state.open_sessions(),
+        state.expired_sessions(),
+        mcpbench_knobs::format_duration(state.config.session_idle)
+    )
 }
 
 /// `mcp`: mcpbench as an MCP server on stdin/stdout until EOF or a signal.

@@ -96,6 +96,32 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
     Ok(l)
 }
 
+/// Backlog of a listener bound with `SO_REUSEPORT` (the kernel caps it at `somaxconn`).
+const BACKLOG: i32 = 4096;
+
+/// [`bind`] with `SO_REUSEPORT` (Linux): other processes (and sockets) with it set may bind
+/// the same address, and the kernel spreads new connections over their listeners.
+#[cfg(target_os = "linux")]
+fn bind_shared(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
+    use socket2::{Domain, Socket, Type};
+    let bound = || {
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        s.set_reuse_address(true)?;
+        s.set_reuse_port(true)?;
+        s.bind(&addr.into())?;
+        s.listen(BACKLOG)?;
+        s.set_nonblocking(true)?;
+        Ok(s.into())
+    };
+    bound().map_err(|source| EmbeddedError::Bind { addr, source })
+}
+
+/// Elsewhere `SO_REUSEPORT` is not asked for (its meaning differs): a plain [`bind`].
+#[cfg(not(target_os = "linux"))]
+fn bind_shared(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
+    bind(addr)
+}
+
 impl EmbeddedServers {
     /// The reference server and a mock backend on 127.0.0.1 ephemeral ports.
     pub fn start(
@@ -123,7 +149,11 @@ impl EmbeddedServers {
 
     /// Binds (so errors come back here), then serves on a runtime thread of its own.
     pub fn launch(l: Launch) -> Result<Self, EmbeddedError> {
-        let mcp_l = bind(l.listen)?;
+        let mcp_l = if l.config.reuse_port {
+            bind_shared(l.listen)?
+        } else {
+            bind(l.listen)?
+        };
         let mcp_addr = mcp_l.local_addr().map_err(|source| EmbeddedError::Bind {
             addr: l.listen,
             source,

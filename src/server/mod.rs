@@ -78,7 +78,9 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use mock_backend::accept::{Admission, HttpLimits, serve_connections_limited, serve_http_with};
+use mock_backend::accept::{
+    Admission, HttpLimits, serve_connections_limited, serve_http_with, serve_tcp_with,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -121,8 +123,12 @@ pub struct Config {
     /// Connections open at once (WebSockets included, for as long as they live): one beyond it
     /// is sent `503` with `Retry-After` and closed (a TLS listener closes it without a word),
     /// instead of waiting in the backlog or running the process out of file descriptors.
-    /// Counted with one atomic per connection. Default 10 000.
+    /// Counted with one atomic per connection. Default 10 000 (`mcpbench serve`: what its
+    /// open-file limit holds).
     pub max_connections: usize,
+    /// Listen with `SO_REUSEPORT` (Linux; elsewhere ignored): other processes may listen on
+    /// the same address, and the kernel spreads new connections over them. Default off.
+    pub reuse_port: bool,
     /// How long a client may take to show its protocol and to send a whole HTTP/1 request head
     /// (slowloris); the connection is then closed. hyper also closes an idle keep-alive
     /// connection after it. Default 30 s (hyper's own default).
@@ -195,6 +201,7 @@ impl Default for Config {
             max_sessions: 100_000,
             session_idle: Duration::from_secs(600),
             max_connections: 10_000,
+            reuse_port: false,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             write_stall_timeout: Duration::from_secs(30),
@@ -334,6 +341,11 @@ impl State {
         self.sessions.len()
     }
 
+    /// Streamable HTTP sessions ended for being idle ([`Config::session_idle`]) since start.
+    pub fn expired_sessions(&self) -> u64 {
+        self.sessions.expired()
+    }
+
     /// Legacy HTTP+SSE sessions open now.
     pub fn legacy_sessions(&self) -> usize {
         self.legacy.len()
@@ -467,25 +479,26 @@ pub async fn serve_state(
                     async move { http::handle(&state, req, names.as_deref()).await }
                 })
             };
-            match tls {
-                None => serve_http_with(stream, svc(None), down, limits, Some(slot)).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
-                    {
-                        Ok(Ok(tls)) => {
-                            let names = tls
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .and_then(|c| c.first())
-                                .map(|c| Arc::from(tls::client_names(c)));
-                            serve_http_with(tls, svc(names), down, limits, Some(slot)).await
-                        }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            let Some(acceptor) = tls else {
+                return serve_tcp_with(stream, svc(None), down, limits, Some(slot)).await;
+            };
+            // Boxed: a plain connection's task does not carry the TLS session's size.
+            Box::pin(async move {
+                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => {
+                        let names = tls
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .and_then(|c| c.first())
+                            .map(|c| Arc::from(tls::client_names(c)));
+                        serve_http_with(tls, svc(names), down, limits, Some(slot)).await
                     }
+                    Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                 }
-            }
+            })
+            .await
         }
     };
     serve_connections_limited(listener, shutdown, grace, admission, on_conn).await;

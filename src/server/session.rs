@@ -13,7 +13,7 @@
 //! [`Seat`] of its tenant's session cap (every transport counts: [`seat`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -139,10 +139,23 @@ pub(crate) enum Lookup {
 #[error("too many open sessions")]
 pub(crate) struct Full;
 
-/// All open sessions. Lookups take a read lock; only creation, deletion and reaping write.
+/// Shards of the session table (a power of two): a shard's lock covers 1/64 of the sessions, so
+/// creating, ending and reaping sessions of one shard never stall requests of the others.
+const SHARDS: usize = 64;
+
+type Shard = RwLock<HashMap<u128, Arc<Session>>>;
+
+/// All open sessions, in [`SHARDS`] shards by id. Lookups take a shard's read lock; creation
+/// and deletion its write lock; reaping scans one shard at a time under its read lock and takes
+/// the write lock only to remove what expired — so walking 100 000 sessions never holds a lock
+/// for more than a few hundred of them.
 #[derive(Debug)]
 pub(crate) struct Sessions {
-    map: RwLock<HashMap<u128, Arc<Session>>>,
+    shards: Box<[Shard]>,
+    /// Sessions in the table (reserved before an insert, so the cap holds under races).
+    open: AtomicUsize,
+    /// Sessions ended by the reaper for being idle, since start.
+    expired: AtomicU64,
     max: usize,
     idle: Duration,
     /// Requests in flight per session, at most.
@@ -155,7 +168,9 @@ impl Sessions {
     /// running at most `max_in_flight` calls.
     pub(crate) fn new(max: usize, idle: Duration, max_in_flight: usize) -> Self {
         Sessions {
-            map: RwLock::new(HashMap::new()),
+            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
+            open: AtomicUsize::new(0),
+            expired: AtomicU64::new(0),
             max,
             idle,
             max_in_flight,
@@ -163,14 +178,23 @@ impl Sessions {
         }
     }
 
+    fn shard(&self, id: u128) -> &Shard {
+        &self.shards[id as usize & (SHARDS - 1)]
+    }
+
     /// The most sessions open at once.
     pub(crate) fn max(&self) -> usize {
         self.max
     }
 
-    /// How often [`reap`](Self::reap) should run: twice per idle limit, at most every 10 s (it
-    /// scans the table under its write lock) and at least every 10 ms. Also the `Retry-After`
-    /// of a refused `initialize`: by then idle sessions may have made room.
+    /// Sessions ended for being idle since the server started.
+    pub(crate) fn expired(&self) -> u64 {
+        self.expired.load(Ordering::Relaxed)
+    }
+
+    /// How often [`reap`](Self::reap) should run: twice per idle limit, at most every 10 s and
+    /// at least every 10 ms. Also the `Retry-After` of a refused `initialize`: by then idle
+    /// sessions may have made room.
     pub(crate) fn reap_every(&self) -> Duration {
         (self.idle / 2).clamp(Duration::from_millis(10), Duration::from_secs(10))
     }
@@ -186,6 +210,10 @@ impl Sessions {
         tenant: Option<u16>,
         seat: Option<Seat>,
     ) -> Result<Arc<Session>, Full> {
+        if self.open.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return Err(Full);
+        }
         let id: u128 = rand::rng().random();
         let s = Arc::new(Session {
             id,
@@ -199,11 +227,7 @@ impl Sessions {
             parked: Mutex::new(Vec::new()),
             has_parked: AtomicBool::new(false),
         });
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= self.max {
-            return Err(Full);
-        }
-        map.insert(id, s.clone());
+        write(self.shard(id)).insert(id, s.clone());
         Ok(s)
     }
 
@@ -211,10 +235,7 @@ impl Sessions {
     /// not touched).
     pub(crate) fn get(&self, header: &[u8], tenant: Option<u16>) -> Result<Arc<Session>, Lookup> {
         let id = parse_id(header).ok_or(Lookup::Unknown)?;
-        let s = self
-            .map
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        let s = read(self.shard(id))
             .get(&id)
             .cloned()
             .ok_or(Lookup::Unknown)?;
@@ -228,13 +249,14 @@ impl Sessions {
     /// Ends `tenant`'s session; its requests in flight are cancelled. Another tenant's stays.
     pub(crate) fn remove(&self, header: &[u8], tenant: Option<u16>) -> Result<(), Lookup> {
         let id = parse_id(header).ok_or(Lookup::Unknown)?;
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let mut map = write(self.shard(id));
         match map.get(&id) {
             None => Err(Lookup::Unknown),
             Some(s) if s.tenant != tenant => Err(Lookup::Foreign(s.clone())),
             Some(_) => {
                 if let Some(s) = map.remove(&id) {
                     drop(map);
+                    self.open.fetch_sub(1, Ordering::Relaxed);
                     s.inflight.cancel_all();
                 }
                 Ok(())
@@ -243,36 +265,68 @@ impl Sessions {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Ends every session (server shutdown): their calls are cancelled, parked streams dropped.
     pub(crate) fn clear(&self) {
-        let all = std::mem::take(&mut *self.map.write().unwrap_or_else(|e| e.into_inner()));
-        for s in all.values() {
-            s.inflight.cancel_all();
-            s.parked().clear();
-        }
-    }
-
-    /// Drops sessions idle for longer than the idle limit, and streams parked for too long;
-    /// returns how many sessions.
-    pub(crate) fn reap(&self) -> usize {
-        let cutoff = self.now_ms().saturating_sub(self.idle.as_millis() as u64);
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        let before = map.len();
-        map.retain(|_, s| {
-            let keep = s.last_seen_ms.load(Ordering::Relaxed) >= cutoff;
-            if keep {
-                s.expire_parked();
-            } else {
+        for shard in &self.shards {
+            let all = std::mem::take(&mut *write(shard));
+            self.open.fetch_sub(all.len(), Ordering::Relaxed);
+            for s in all.values() {
                 s.inflight.cancel_all();
                 s.parked().clear();
             }
-            keep
-        });
-        before - map.len()
+        }
     }
+
+    /// Drops sessions idle for longer than the idle limit (counted in
+    /// [`expired`](Self::expired)), and streams parked for too long; returns how many sessions.
+    pub(crate) fn reap(&self) -> usize {
+        let cutoff = self.now_ms().saturating_sub(self.idle.as_millis() as u64);
+        let idle = |s: &Session| s.last_seen_ms.load(Ordering::Relaxed) < cutoff;
+        let mut ended = 0;
+        let mut stale = Vec::new();
+        for shard in &self.shards {
+            stale.clear();
+            for (id, s) in read(shard).iter() {
+                if idle(s) {
+                    stale.push(*id);
+                } else {
+                    s.expire_parked();
+                }
+            }
+            if stale.is_empty() {
+                continue;
+            }
+            let mut map = write(shard);
+            // Named again since the scan: kept.
+            let gone: Vec<Arc<Session>> = stale
+                .iter()
+                .filter_map(|id| match map.get(id) {
+                    Some(s) if idle(s) => map.remove(id),
+                    _ => None,
+                })
+                .collect();
+            drop(map);
+            self.open.fetch_sub(gone.len(), Ordering::Relaxed);
+            for s in &gone {
+                s.inflight.cancel_all();
+                s.parked().clear();
+            }
+            ended += gone.len();
+        }
+        self.expired.fetch_add(ended as u64, Ordering::Relaxed);
+        ended
+    }
+}
+
+fn read(shard: &Shard) -> std::sync::RwLockReadGuard<'_, HashMap<u128, Arc<Session>>> {
+    shard.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write(shard: &Shard) -> std::sync::RwLockWriteGuard<'_, HashMap<u128, Arc<Session>>> {
+    shard.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A place for a new session of `tenant` under its cap (every transport asks before opening
@@ -351,6 +405,11 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(s.reap(), 1);
         assert_eq!(s.len(), 0);
+        assert_eq!(
+            s.expired(),
+            1,
+            "a reaped session is counted, a deleted one is not"
+        );
     }
 
     #[tokio::test]
