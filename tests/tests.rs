@@ -43,6 +43,7 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod session_leak;
 mod signals;
 mod target_resources;
 mod tenants;

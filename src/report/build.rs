@@ -36,6 +36,8 @@ pub struct RunFacts {
     pub start: Option<summary::StartInfo>,
     /// The target's processes as the run watched them.
     pub target_processes: Vec<crate::metrics::target_procs::TargetProcess>,
+    /// The target's memory against the sessions opened, when its processes were watched.
+    pub session_fit: Option<crate::metrics::target_procs::SessionFit>,
 }
 
 /// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session
@@ -106,6 +108,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
             .into_iter()
             .map(|p| p.per_request(all_started))
             .collect(),
+        target_memory_per_session: facts.session_fit.as_ref().map(summary::SessionMemory::of),
         notes,
         thresholds: Vec::new(),
         budgets: plan.budgets.clone(),
@@ -265,6 +268,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         interrupted: false,
         cpu: None,
         target_processes: Vec::new(),
+        session_fit: None,
         notes: Vec::new(),
         start: None,
     };
