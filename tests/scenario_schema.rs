@@ -490,6 +490,7 @@ backend_error_rate = 0.01
 backend_payload = 512
 [load]
 duration = "1s"
+open_rate = 100
 [[workload]]
 method = "tools/list"
 "#;

@@ -44,6 +44,7 @@ mod server_streamable;
 mod server_tls;
 mod server_ws;
 mod session_leak;
+mod session_storm;
 mod signals;
 mod target_resources;
 mod tenants;

@@ -313,6 +313,7 @@ pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
         concurrency: l.concurrency,
         arrival,
         release_interval_seconds: release,
+        open_rate: l.open_rate,
         pattern: match l.pattern {
             crate::scenario::Pattern::Steady => None,
             crate::scenario::Pattern::FirstCall => Some("first_call".into()),

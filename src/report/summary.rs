@@ -240,6 +240,10 @@ pub struct LoadInfo {
     /// Open loop: each worker released the arrivals due at most this often (seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_interval_seconds: Option<f64>,
+    /// Closed loop, a session-opening storm: the virtual users started (each opening its
+    /// session) at this many per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_rate: Option<f64>,
     /// `first_call` or `cold_start` rounds (absent: steady).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,

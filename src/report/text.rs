@@ -200,7 +200,10 @@ pub(crate) fn describe_load(s: &Summary) -> String {
         )
     } else {
         let plural = if shape == "1" { "" } else { "s" };
-        format!("{shape} virtual user{plural}")
+        match l.open_rate {
+            Some(r) => format!("{shape} virtual user{plural} started at {r}/s"),
+            None => format!("{shape} virtual user{plural}"),
+        }
     }
 }
 
