@@ -491,6 +491,7 @@ backend_error_rate = 0.01
 backend_payload = 512
 [load]
 duration = "1s"
+open_rate = 100
 [[workload]]
 method = "tools/list"
 "#;
@@ -1061,7 +1062,7 @@ fn grammars_agree_with_the_parser() {
 
     // Conditions, on a stdio target (its process is watched, for the target's metrics).
     let latency = "/$defs/latency_threshold/pattern";
-    let conditions: [(&str, &str, &[&str]); 5] = [
+    let conditions: [(&str, &str, &[&str]); 6] = [
         (
             "p99",
             latency,
@@ -1111,6 +1112,13 @@ fn grammars_agree_with_the_parser() {
             "target_memory_growth",
             "/properties/thresholds/properties/target_memory_growth/pattern",
             &["< 50MB", "< 1 GiB", "<= 512KB", "< 50", "< 50mb", "< 1TB"],
+        ),
+        (
+            "target_memory_per_session",
+            "/properties/thresholds/properties/target_memory_per_session/pattern",
+            &[
+                "< 4KiB", "<= 512 B", "< 1.5KB", "< 1 MiB", "< 4", "< 4kb", "< 1GB",
+            ],
         ),
     ];
     for (metric, pointer, samples) in conditions {

@@ -44,6 +44,8 @@ mod server_stdio;
 mod server_streamable;
 mod server_tls;
 mod server_ws;
+mod session_leak;
+mod session_storm;
 mod sessions_at_scale;
 mod signals;
 mod target_resources;

@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// resources, completions and logging (the benchmark catalog is unchanged).
     #[arg(long)]
     pub conformance: bool,
+    /// A test fixture for the session-leak check, never for production: DELETE answers 200
+    /// but the session is never freed, and holds 16 KiB more (see docs/reference-server.md).
+    #[arg(long)]
+    pub leak_sessions: bool,
     #[command(flatten)]
     pub gateway: GatewayArgs,
 }
@@ -323,6 +327,7 @@ impl GatewayArgs {
 pub(super) fn serve(o: ServeArgs) -> ExitCode {
     let mut config = server::Config {
         conformance: o.conformance,
+        leak_sessions: o.leak_sessions,
         catalog: o.catalog,
         page_size: o.page_size,
         backend: o.backend,

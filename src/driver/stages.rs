@@ -200,6 +200,12 @@ pub(super) fn start(
         .collect();
     let collector = Collector::new(p.ops.clone(), ctx.grid, recyclers, Some(streams.hlog))
         .counting(counted)
+        .opening(
+            crate::scenario::plan::OP_INITIALIZE,
+            p.ops
+                .iter()
+                .position(|o| o == crate::scenario::plan::OP_CONNECT),
+        )
         .with_csv(streams.csv)
         .with_sampler(sampler);
     let target = target_info(plan, &p);
@@ -368,6 +374,7 @@ pub(super) fn finish(
         notes,
         start: p.start_info.clone(),
         target_processes: l.collector.target_processes(),
+        session_fit: l.collector.session_fit(),
     };
     let summary = summarize(plan, &p.ops, &l.collector.totals, facts);
     let dir = p.dir.clone();

@@ -92,9 +92,11 @@ struct User<'d, S> {
 pub(super) async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, session: S) {
     let mut u = User::new(&drive, slot, session);
     // Everyone starts together, when the clock of the run starts (which may be a while ahead:
-    // a start agreed between shards), unless the run is interrupted first.
+    // a start agreed between shards) — in an opening storm, each at its turn — unless the run
+    // is interrupted first.
+    let start = u.ctx.start + u.ctx.plan.load.start_offset(u.global);
     tokio::select! {
-        _ = tokio::time::sleep_until(u.ctx.start.into()) => {}
+        _ = tokio::time::sleep_until(start.into()) => {}
         _ = u.ctx.drain.cancelled() => {}
     }
     loop {
@@ -270,7 +272,7 @@ impl<'d, S: Session> User<'d, S> {
     }
 
     /// Opens the session within the endpoint's timeout, recorded as `initialize` (and, in a
-    /// cold-start pattern, the connection on its own as `connect`).
+    /// cold start or an opening storm, the connection on its own as `connect`).
     async fn timed_open(&mut self, phase: Phase) {
         let t0 = Instant::now();
         self.shards.at(t0).started(OP_INITIALIZE, phase);
@@ -284,6 +286,8 @@ impl<'d, S: Session> User<'d, S> {
         self.untrack();
         if self.ctx.plan.load.pattern == Pattern::ColdStart {
             self.opened_at = Some(t0);
+        }
+        if self.ctx.plan.load.times_connect() {
             self.record_connect(&r, t0, phase);
         }
         let (outcome, connected) = finish(self.shards, OP_INITIALIZE, None, phase, t0, t0, r);
@@ -300,7 +304,7 @@ impl<'d, S: Session> User<'d, S> {
         }
     }
 
-    /// Cold start: the connection (or process) on its own, as `connect`.
+    /// Cold start, opening storm: the connection (or process) on its own, as `connect`.
     fn record_connect(&self, r: &Ended, t0: Instant, phase: Phase) {
         let Ended::Reply(reply) = r else {
             return;

@@ -19,7 +19,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use super::grid::{Grid, Phase};
 use super::outcome::Class;
 use super::recorder::{Failure, Recorder};
-use super::target_procs::{Sampler, TargetProcess, TargetSample};
+use super::target_procs::{Sampler, SessionFit, TargetProcess, TargetSample};
 
 /// A message from a worker.
 #[derive(Debug)]
@@ -76,6 +76,12 @@ pub struct IntervalSnapshot {
     pub failures: Vec<Failure>,
     /// The target's processes at the interval's end, when any are watched.
     pub target: Option<TargetSample>,
+    /// Sessions opened in the interval (warm-up included).
+    pub opened: u64,
+    /// The session opening's row (`initialize`, measured phase), and the connection's on its
+    /// own (`connect`) when the run times it: a session-opening storm per interval.
+    pub initialize: OpInterval,
+    pub connect: Option<OpInterval>,
 }
 
 /// One operation's share of an interval.
@@ -122,7 +128,7 @@ impl IntervalSnapshot {
     }
 
     /// Names of the time-series fields ([`Self::fields`]), in order.
-    pub const FIELDS: [&'static str; 24] = [
+    pub const FIELDS: [&'static str; 29] = [
         "t_start_s",
         "t_end_s",
         "phase",
@@ -147,11 +153,16 @@ impl IntervalSnapshot {
         "target_rss_mb",
         "target_fds",
         "target_threads",
+        "sessions_opened",
+        "initialize_p50_ms",
+        "initialize_p99_ms",
+        "connect_p50_ms",
+        "connect_p99_ms",
     ];
 
     /// The interval as one time-series row: a line of `timeseries.csv`, or an object of
     /// `--progress json`.
-    pub fn fields(&self) -> [Field; 24] {
+    pub fn fields(&self) -> [Field; 29] {
         let secs = self.len().as_secs_f64().max(1e-9);
         let ms = |us: u64| Field::Number(us as f64 / 1000.0, 3);
         // Empty when the target's processes are not watched.
@@ -182,6 +193,12 @@ impl IntervalSnapshot {
             target(|t| Field::Number(t.rss_bytes as f64 / 1_048_576.0, 1)),
             target(|t| Field::Count(t.fds)),
             target(|t| Field::Count(t.threads)),
+            Field::Count(self.opened),
+            ms(self.initialize.p50_us),
+            ms(self.initialize.p99_us),
+            // Empty when the run does not time connections apart.
+            self.connect.map_or(Field::Text(""), |c| ms(c.p50_us)),
+            self.connect.map_or(Field::Text(""), |c| ms(c.p99_us)),
         ]
     }
 
@@ -344,6 +361,11 @@ pub struct Collector {
     /// workload's requests, not session openings, token requests or cold-start phases, which
     /// have their own rows; errors count wherever they are).
     counted: Vec<bool>,
+    /// The session opening's operation, and the connection's when timed apart.
+    opening: (usize, Option<usize>),
+    /// Sessions opened so far, and the target's memory against them.
+    opened: u64,
+    fit: SessionFit,
 }
 
 impl Collector {
@@ -371,12 +393,22 @@ impl Collector {
             hlog_error: None,
             sampler: None,
             counted: Vec::new(),
+            opening: (0, None),
+            opened: 0,
+            fit: SessionFit::default(),
         }
     }
 
     /// Only these operations count in an interval's totals (all do by default).
     pub fn counting(mut self, counted: Vec<bool>) -> Self {
         self.counted = counted;
+        self
+    }
+
+    /// The session opening's operation (`initialize`) and the connection's (`connect`), when
+    /// timed apart: their rows of each interval are its opening figures.
+    pub fn opening(mut self, initialize: usize, connect: Option<usize>) -> Self {
+        self.opening = (initialize, connect);
         self
     }
 
@@ -397,6 +429,12 @@ impl Collector {
         self.sampler
             .as_ref()
             .map_or_else(Vec::new, Sampler::processes)
+    }
+
+    /// The target's resident memory against the sessions opened, one point per interval;
+    /// `None` when no process is watched.
+    pub fn session_fit(&self) -> Option<SessionFit> {
+        self.sampler.as_ref().map(|_| self.fit)
     }
 
     /// True once every worker has sent its last shard.
@@ -535,6 +573,14 @@ impl Collector {
         snap.cpu = merged.cpu;
         snap.failures.clone_from(&merged.failures);
         snap.target = self.sampler.as_mut().map(Sampler::sample);
+        snap.opened = merged.sessions.opened;
+        self.opened += snap.opened;
+        if let Some(t) = snap.target.filter(|t| t.processes > 0) {
+            self.fit.add(self.opened, t.rss_bytes);
+        }
+        let (initialize, connect) = self.opening;
+        snap.initialize = snap.ops.get(initialize).copied().unwrap_or_default();
+        snap.connect = connect.map(|c| snap.ops.get(c).copied().unwrap_or_default());
         if !self.scratch.is_empty() {
             snap.p50_us = self.scratch.value_at_quantile(0.5);
             snap.p90_us = self.scratch.value_at_quantile(0.9);

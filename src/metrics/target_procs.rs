@@ -47,6 +47,46 @@ impl TargetSample {
     }
 }
 
+/// The target's resident memory against the sessions the run had opened, one point per
+/// interval, folded into a least-squares line as it comes (Welford's co-moments: constant
+/// memory however long the run, and no cancellation however large the sums).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SessionFit {
+    /// Points added.
+    pub points: u64,
+    /// Sessions opened by the first point and by the last.
+    pub first_sessions: u64,
+    pub last_sessions: u64,
+    mean_x: f64,
+    mean_y: f64,
+    /// Σ (x − x̄)² and Σ (x − x̄)(y − ȳ).
+    sxx: f64,
+    sxy: f64,
+}
+
+impl SessionFit {
+    /// One point: `sessions` opened by now, the watched processes' `rss` now.
+    pub fn add(&mut self, sessions: u64, rss: u64) {
+        let (x, y) = (sessions as f64, rss as f64);
+        if self.points == 0 {
+            self.first_sessions = sessions;
+        }
+        self.last_sessions = sessions;
+        self.points += 1;
+        let n = self.points as f64;
+        let dx = x - self.mean_x;
+        self.mean_x += dx / n;
+        self.mean_y += (y - self.mean_y) / n;
+        self.sxx += dx * (x - self.mean_x);
+        self.sxy += dx * (y - self.mean_y);
+    }
+
+    /// The line's slope, bytes per session; `None` while the sessions have not moved.
+    pub fn slope(&self) -> Option<f64> {
+        (self.sxx > 0.0).then(|| self.sxy / self.sxx)
+    }
+}
+
 /// Pids of the stdio servers a run spawned, registered as they start (a rare event, not the
 /// hot path); shared by the sessions of every worker and the collector.
 #[derive(Debug, Clone, Default)]
@@ -484,6 +524,29 @@ mod tests {
         let row = rows[0].clone().per_request(1000);
         assert!(row.cpu_us_per_request.unwrap() >= 50.0, "{row:?}");
         assert!(rows[0].name.starts_with(&format!("pid {me} (")));
+    }
+
+    #[test]
+    fn the_session_fit_is_the_least_squares_slope() {
+        let mut f = SessionFit::default();
+        assert_eq!(f.slope(), None);
+        // 16 KiB per session on top of 50 MB, give or take a page.
+        for (i, noise) in [0i64, 4096, -4096, 0, 8192, -4096].iter().enumerate() {
+            let x = 1000 * i as u64 + 3;
+            f.add(x, (50_000_000 + 16_384 * x as i64 + noise) as u64);
+        }
+        let slope = f.slope().expect("sessions moved");
+        assert!((slope - 16_384.0).abs() < 5.0, "{slope}");
+        assert_eq!((f.points, f.first_sessions, f.last_sessions), (6, 3, 5003));
+        // Flat memory: zero; no spread in sessions: none.
+        let mut flat = SessionFit::default();
+        flat.add(0, 7);
+        flat.add(10, 7);
+        assert_eq!(flat.slope(), Some(0.0));
+        let mut still = SessionFit::default();
+        still.add(5, 1);
+        still.add(5, 9);
+        assert_eq!(still.slope(), None);
     }
 
     #[test]

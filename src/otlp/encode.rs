@@ -427,6 +427,7 @@ mod tests {
                 concurrency: 4,
                 arrival: None,
                 release_interval_seconds: None,
+                open_rate: None,
                 pattern: None,
                 replay: None,
                 profile: ProfileInfo {

@@ -38,6 +38,8 @@ pub struct RunFacts {
     pub start: Option<summary::StartInfo>,
     /// The target's processes as the run watched them.
     pub target_processes: Vec<crate::metrics::target_procs::TargetProcess>,
+    /// The target's memory against the sessions opened, when its processes were watched.
+    pub session_fit: Option<crate::metrics::target_procs::SessionFit>,
 }
 
 /// The summary of a run. `ops` names the operations (index [`OP_INITIALIZE`] is the session
@@ -109,6 +111,7 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
             .into_iter()
             .map(|p| p.per_request(all_started))
             .collect(),
+        target_memory_per_session: facts.session_fit.as_ref().map(summary::SessionMemory::of),
         notes,
         thresholds: Vec::new(),
         budgets: plan.budgets.clone(),
@@ -269,6 +272,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         cpu: None,
         peak_rss: None,
         target_processes: Vec::new(),
+        session_fit: None,
         notes: Vec::new(),
         start: None,
     };
@@ -313,6 +317,7 @@ pub fn load_info(plan: &Plan, workers: usize) -> LoadInfo {
         concurrency: l.concurrency,
         arrival,
         release_interval_seconds: release,
+        open_rate: l.open_rate,
         pattern: match l.pattern {
             crate::scenario::Pattern::Steady => None,
             crate::scenario::Pattern::FirstCall => Some("first_call".into()),

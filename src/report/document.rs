@@ -116,8 +116,9 @@ fn thresholds(s: &Summary) -> Block {
                     t.name.clone(),
                     t.condition.clone(),
                     match (t.value, t.unit.as_str()) {
-                        (None, _) => "nothing measured".into(),
+                        (None, _) => super::text::unmeasured(t),
                         (Some(v), "ms") => ms(v),
+                        (Some(v), "B") => super::text::bytes(v),
                         (Some(v), "") => format!("{:.3} %", v * 100.0),
                         (Some(v), u) => format!("{v:.1}{u}"),
                     },
@@ -201,6 +202,11 @@ fn generator_and_sessions(s: &Summary) -> Block {
         health.push(super::text::start_line(st));
     }
     health.extend(s.target_processes.iter().map(super::text::target_line));
+    health.extend(
+        s.target_memory_per_session
+            .iter()
+            .map(super::text::session_memory_line),
+    );
     Block::List(health)
 }
 

@@ -332,12 +332,28 @@ fn add_up(
             .iter()
             .map(|p| p.clone().per_request(all_started))
             .collect(),
+        target_memory_per_session: first
+            .target_memory_per_session
+            .as_ref()
+            .map(unmerged_session_memory),
         notes,
         thresholds: Vec::new(),
         shard: None,
         start: None,
         shards: read.iter().map(health).collect(),
         ..first.clone()
+    }
+}
+
+/// The target's memory per session is not merged: each shard's line ran through its own
+/// sessions, while the memory it read grew with every shard's.
+fn unmerged_session_memory(m: &summary::SessionMemory) -> summary::SessionMemory {
+    summary::SessionMemory {
+        bytes_per_session: None,
+        unmeasured: Some(
+            "not merged: each shard's line counts only its own sessions; see a single run's summary".into(),
+        ),
+        ..m.clone()
     }
 }
 

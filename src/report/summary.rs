@@ -47,6 +47,10 @@ pub struct Summary {
     /// CPU time, memory and descriptors while the run watched them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_processes: Vec<crate::metrics::target_procs::TargetProcess>,
+    /// The target's memory per session opened (its watched processes together), when any
+    /// were watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_memory_per_session: Option<SessionMemory>,
     /// Things the reader should know: anomalies detected in what was measured, and warnings.
     pub notes: Vec<String>,
     /// The scenario's `[compare]` budgets: what `mcpbench compare` judges this run (as the
@@ -126,6 +130,60 @@ pub struct ThresholdResult {
     pub value: Option<f64>,
     pub unit: String,
     pub passed: bool,
+    /// Why there is no value, when the reason is known (the figure needs more samples or
+    /// sessions, no target process was watched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<String>,
+}
+
+/// The target's resident memory per session opened: the slope of the least-squares line
+/// through one point per interval — x the sessions the run had opened by the interval's end,
+/// y the watched processes' resident memory then, summed. A server that frees what a closed
+/// session held stays near 0 under session churn; one that leaks shows what each session left.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionMemory {
+    /// Bytes per session opened; absent when too little was measured (`unmeasured` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_session: Option<f64>,
+    /// Sessions opened from the line's first point to its last.
+    pub sessions_opened: u64,
+    /// The line's points: intervals that read the target's processes.
+    pub samples: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
+}
+
+impl SessionMemory {
+    /// Fewest points for a line.
+    pub const MIN_SAMPLES: u64 = 3;
+    /// Fewest sessions opened along it: below, a page or two of allocator noise would read as
+    /// kilobytes per session.
+    pub const MIN_SESSIONS: u64 = 1000;
+
+    /// The figure from the run's points.
+    pub fn of(fit: &crate::metrics::target_procs::SessionFit) -> Self {
+        let sessions_opened = fit.last_sessions - fit.first_sessions;
+        let unmeasured = if fit.points < Self::MIN_SAMPLES {
+            Some(format!(
+                "{} samples of the target's memory, at least {} needed (a longer run, or a shorter [output] interval)",
+                fit.points,
+                Self::MIN_SAMPLES
+            ))
+        } else if sessions_opened < Self::MIN_SESSIONS {
+            Some(format!(
+                "{sessions_opened} sessions opened while the target was watched, at least {} needed (session churn: load.sessions = \"per-request\")",
+                Self::MIN_SESSIONS
+            ))
+        } else {
+            None
+        };
+        SessionMemory {
+            bytes_per_session: fit.slope().filter(|_| unmeasured.is_none()).map(f64::round),
+            sessions_opened,
+            samples: fit.points,
+            unmeasured,
+        }
+    }
 }
 
 impl Summary {
@@ -182,6 +240,10 @@ pub struct LoadInfo {
     /// Open loop: each worker released the arrivals due at most this often (seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_interval_seconds: Option<f64>,
+    /// Closed loop, a session-opening storm: the virtual users started (each opening its
+    /// session) at this many per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_rate: Option<f64>,
     /// `first_call` or `cold_start` rounds (absent: steady).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,

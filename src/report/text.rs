@@ -200,7 +200,10 @@ pub(crate) fn describe_load(s: &Summary) -> String {
         )
     } else {
         let plural = if shape == "1" { "" } else { "s" };
-        format!("{shape} virtual user{plural}")
+        match l.open_rate {
+            Some(r) => format!("{shape} virtual user{plural} started at {r}/s"),
+            None => format!("{shape} virtual user{plural}"),
+        }
     }
 }
 
@@ -228,6 +231,9 @@ pub fn render(s: &Summary) -> String {
     sessions(&mut out, s);
     for p in &s.target_processes {
         let _ = writeln!(out, "{}", target_line(p));
+    }
+    if let Some(m) = &s.target_memory_per_session {
+        let _ = writeln!(out, "{}", session_memory_line(m));
     }
     if !s.shards.is_empty() {
         let _ = writeln!(out, "merged runs, each on its own:");
@@ -387,6 +393,38 @@ pub fn target_line(p: &crate::metrics::target_procs::TargetProcess) -> String {
     line
 }
 
+/// The target's memory per session opened, or why it was not measured.
+pub fn session_memory_line(m: &super::summary::SessionMemory) -> String {
+    let over = format!(
+        "{} sessions opened, {} samples",
+        m.sessions_opened, m.samples
+    );
+    match (m.bytes_per_session, &m.unmeasured) {
+        (Some(b), _) => format!("target memory per session opened: {} ({over})", bytes(b)),
+        (None, why) => format!(
+            "target memory per session opened: not measured, {} ({over})",
+            why.as_deref().unwrap_or("no line through the samples")
+        ),
+    }
+}
+
+/// A size in bytes, binary units from a KiB up (negative: it shrank).
+pub fn bytes(b: f64) -> String {
+    match b.abs() {
+        a if a < 1024.0 => format!("{b:.0} B"),
+        a if a < 1_048_576.0 => format!("{:.1} KiB", b / 1024.0),
+        _ => format!("{:.1} MiB", b / 1_048_576.0),
+    }
+}
+
+/// A threshold without a value: why, when known.
+pub fn unmeasured(t: &super::summary::ThresholdResult) -> String {
+    t.unjudged.as_ref().map_or_else(
+        || "nothing measured".into(),
+        |w| format!("not measured: {w}"),
+    )
+}
+
 /// What part of the scenario a shard ran.
 pub fn shard_line(sh: &super::summary::ShardInfo) -> String {
     let (i, n) = (sh.index, sh.count);
@@ -473,8 +511,9 @@ fn thresholds(out: &mut String, s: &Summary) {
     );
     for t in &s.thresholds {
         let value = match (t.value, t.unit.as_str()) {
-            (None, _) => "nothing measured".to_string(),
+            (None, _) => unmeasured(t),
             (Some(v), "ms") => ms(v),
+            (Some(v), "B") => bytes(v),
             (Some(v), "") => format!("{:.3}%", v * 100.0),
             (Some(v), unit) => format!("{v:.1}{unit}"),
         };

@@ -17,6 +17,7 @@ pub fn evaluate(checks: &[Threshold], s: &Summary) -> Vec<ThresholdResult> {
                 value: value.map(|v| (v * 1000.0).round() / 1000.0),
                 unit: t.metric.unit().to_string(),
                 passed: value.is_some_and(|v| t.holds(v)),
+                unjudged: value.is_none().then(|| unmeasured(t, s)).flatten(),
             }
         })
         .collect()
@@ -54,7 +55,24 @@ fn measured(t: &Threshold, s: &Summary) -> Option<f64> {
         Metric::TargetMemoryGrowth if !target.is_empty() => {
             Some(target.iter().map(|p| p.rss_growth_bytes()).sum::<i64>() as f64 / 1_048_576.0)
         }
+        Metric::TargetMemoryPerSession => s
+            .target_memory_per_session
+            .as_ref()
+            .and_then(|m| m.bytes_per_session),
         Metric::TargetCpu | Metric::TargetMemoryGrowth => None,
         _ => latency.map(pick),
+    }
+}
+
+/// Why a threshold about the target has no value, when that is known.
+fn unmeasured(t: &Threshold, s: &Summary) -> Option<String> {
+    if !t.metric.is_target() {
+        return None;
+    }
+    let watched = "no target process was watched (target.pid, --target-pid, a stdio target)";
+    match (t.metric, &s.target_memory_per_session) {
+        (Metric::TargetMemoryPerSession, Some(m)) => m.unmeasured.clone(),
+        _ if s.target_processes.is_empty() => Some(watched.into()),
+        _ => None,
     }
 }

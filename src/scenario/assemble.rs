@@ -183,8 +183,10 @@ fn work(
             replay = Some(timing);
         }
     }
-    if load.pattern == Pattern::ColdStart {
+    if load.times_connect() {
         ops.push(OP_CONNECT.to_string());
+    }
+    if load.pattern == Pattern::ColdStart {
         ops.push(OP_COLD_START.to_string());
     }
     Ok(Work {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::check::{duration, key_hint, one_of, opt_within};
+use super::check::{duration, key_hint, one_of, opt_within, within};
 use super::plan::{
     Arrival, FindMax, Load, Model, Pattern, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions, Step,
 };
@@ -39,6 +39,7 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         let vus = profile.max().ceil() as usize;
         (Model::Closed { vus: profile }, vus)
     };
+    let open_rate = open_rate(src, raw, (open, pattern), concurrency, duration)?;
     let max_queued = match &raw.max_queued {
         Some(q) if !open => {
             return Err(src.error(q.span(), "`max_queued` belongs to the open model", None));
@@ -59,8 +60,58 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         workers: workers.map(|w| w as usize),
         sessions,
         pattern,
+        open_rate,
         shard: super::shard::Shard::WHOLE,
     })
+}
+
+/// `open_rate`: a session-opening storm of the closed model's steady users (user `k` starts
+/// `k / open_rate` s in), every user started within the duration.
+fn open_rate(
+    src: &Source<'_>,
+    raw: &RawLoad,
+    (open, pattern): (bool, Pattern),
+    users: usize,
+    duration: Duration,
+) -> Result<Option<f64>, ScenarioError> {
+    let Some(r) = &raw.open_rate else {
+        return Ok(None);
+    };
+    let refuse = |why: &str, fix: &str| Err(src.error(r.span(), why.to_string(), Some(fix.into())));
+    if open {
+        return refuse(
+            "`open_rate` starts the closed model's virtual users at a set pace; an open model's `rate` is its arrivals",
+            "remove model = \"open\" and set concurrency (the sessions to open)",
+        );
+    }
+    if !raw.stages.is_empty() {
+        return refuse(
+            "`open_rate` starts the users at a set pace; stages ramp their number: one or the other",
+            "remove the [[load.stages]], or open_rate",
+        );
+    }
+    if pattern != Pattern::Steady {
+        return refuse(
+            "first_call and cold_start rounds open their own sessions",
+            "remove `pattern`, or open_rate",
+        );
+    }
+    let rate = within(src, r, 0.001, Some(MAX_RATE), "load.open_rate")?;
+    let takes = users as f64 / rate;
+    if takes > duration.as_secs_f64() {
+        return refuse(
+            &format!(
+                "opening {users} sessions at {rate}/s takes {takes:.1} s, longer than the run ({})",
+                mcpbench_knobs::format_duration(duration)
+            ),
+            &format!(
+                "open_rate = {} or more, or a duration of at least {}s",
+                (users as f64 / duration.as_secs_f64().max(1e-9)).ceil(),
+                takes.ceil()
+            ),
+        );
+    }
+    Ok(Some(rate))
 }
 
 /// `timeout`: 10 s unless written, at least 1 ms.

@@ -335,9 +335,26 @@ pub struct Load {
     pub workers: Option<usize>,
     pub sessions: Sessions,
     pub pattern: Pattern,
+    /// Closed loop: a session-opening storm — virtual user `k` starts (connects and opens its
+    /// session) `k / open_rate` seconds into the run instead of with everyone at once.
+    pub open_rate: Option<f64>,
     /// The part of the scenario this process runs (`--shard I/N`); `concurrency`, `requests`
     /// and `max_queued` above are already its share ([`Plan::sharded`]).
     pub shard: super::shard::Shard,
+}
+
+impl Load {
+    /// How far into the run virtual user `global` (its number in the whole scenario) starts.
+    pub fn start_offset(&self, global: usize) -> Duration {
+        self.open_rate.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(global as f64 / r)
+        })
+    }
+
+    /// Whether connecting is timed on its own (`connect`): a cold start, or an opening storm.
+    pub fn times_connect(&self) -> bool {
+        self.pattern == Pattern::ColdStart || self.open_rate.is_some()
+    }
 }
 
 /// Closed loop (virtual users) or open loop (arrival rate).

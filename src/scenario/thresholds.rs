@@ -85,11 +85,13 @@ pub enum Metric {
     TargetCpu,
     /// The growth of the target's resident memory from the first sample to the last, MB.
     TargetMemoryGrowth,
+    /// The target's resident memory per session opened (the slope over the run), bytes.
+    TargetMemoryPerSession,
 }
 
 impl Metric {
     /// Every metric name a threshold may use (`p99.9` and `p999` are one metric).
-    pub const NAMES: [(&'static str, Metric); 14] = [
+    pub const NAMES: [(&'static str, Metric); 15] = [
         ("p50", Metric::P50),
         ("p90", Metric::P90),
         ("p95", Metric::P95),
@@ -104,6 +106,7 @@ impl Metric {
         ("throughput", Metric::Throughput),
         ("target_cpu_per_request", Metric::TargetCpu),
         ("target_memory_growth", Metric::TargetMemoryGrowth),
+        ("target_memory_per_session", Metric::TargetMemoryPerSession),
     ];
 
     pub fn name(self) -> &'static str {
@@ -114,11 +117,7 @@ impl Metric {
     }
 
     pub fn is_latency(self) -> bool {
-        !self.is_rate()
-            && !matches!(
-                self,
-                Metric::Throughput | Metric::TargetCpu | Metric::TargetMemoryGrowth
-            )
+        !self.is_rate() && !self.is_target() && self != Metric::Throughput
     }
 
     /// A share of the calls (a fraction; written as a percentage or a fraction).
@@ -132,7 +131,10 @@ impl Metric {
     /// About the target's processes (`target.pid`, `--target-pid`, stdio servers), not an
     /// operation: only for the run as a whole.
     pub fn is_target(self) -> bool {
-        matches!(self, Metric::TargetCpu | Metric::TargetMemoryGrowth)
+        matches!(
+            self,
+            Metric::TargetCpu | Metric::TargetMemoryGrowth | Metric::TargetMemoryPerSession
+        )
     }
 
     /// The unit values are compared in.
@@ -142,6 +144,7 @@ impl Metric {
             Metric::Throughput => "/s",
             Metric::TargetCpu => "µs",
             Metric::TargetMemoryGrowth => "MB",
+            Metric::TargetMemoryPerSession => "B",
             _ => "ms",
         }
     }
@@ -270,6 +273,7 @@ fn condition(
         Metric::Throughput => "\"> 1000/s\"",
         Metric::TargetCpu => "\"< 40us\"",
         Metric::TargetMemoryGrowth => "\"< 50MB\"",
+        Metric::TargetMemoryPerSession => "\"< 4KiB\"",
         _ => "\"< 50ms\"",
     };
     let bad = |why: &str| {
@@ -353,6 +357,16 @@ fn parse_condition(text: &str, metric: Metric) -> Result<(Cmp, f64), String> {
                 return Err(format!("memory growth needs a unit (KB, MB, GB): `{text}`"));
             }
         },
+        Metric::TargetMemoryPerSession => match unit {
+            "B" => n,
+            "KB" | "KiB" => n * 1024.0,
+            "MB" | "MiB" => n * 1_048_576.0,
+            _ => {
+                return Err(format!(
+                    "memory per session needs a unit (B, KB, MB; binary): `{text}`"
+                ));
+            }
+        },
         _ => match unit {
             "us" | "µs" => n / 1000.0,
             "ms" => n,
@@ -426,10 +440,40 @@ mod tests {
     }
 
     #[test]
+    fn memory_per_session_takes_sizes() {
+        for (written, bytes) in [
+            ("< 4KiB", 4096.0),
+            ("<= 512 B", 512.0),
+            ("< 1.5KB", 1536.0),
+            ("< 1MiB", 1_048_576.0),
+        ] {
+            let text = format!("{BASE}[thresholds]\ntarget_memory_per_session = \"{written}\"\n");
+            let plan = parse("t.toml", &text, &|_| None).unwrap();
+            let t = &plan.thresholds.checks[0];
+            assert_eq!(
+                (t.metric, t.bound),
+                (Metric::TargetMemoryPerSession, bytes),
+                "{written}"
+            );
+            assert_eq!(t.metric.unit(), "B");
+        }
+    }
+
+    #[test]
     fn mistakes_name_the_key_and_a_fix() {
         let cases = [
             ("p99 = \"50ms\"", "thresholds.p99", "does not start with <"),
             ("p99 = \"< 50\"", "thresholds.p99", "needs a unit"),
+            (
+                "target_memory_per_session = \"< 4\"",
+                "thresholds.target_memory_per_session",
+                "memory per session needs a unit (B, KB, MB",
+            ),
+            (
+                "\"tools/call:echo\".target_memory_per_session = \"< 4KiB\"",
+                "thresholds.\"tools/call:echo\".target_memory_per_session",
+                "not one operation",
+            ),
             (
                 "error_rate = \"< 5\"",
                 "thresholds.error_rate",

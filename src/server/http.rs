@@ -256,14 +256,21 @@ fn delete(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Respon
             code::INVALID_REQUEST,
             "Bad Request: Mcp-Session-Id header is required",
         ),
-        Some(id) => match state.sessions.remove(id.as_bytes(), tenant) {
-            Ok(()) => respond(StatusCode::OK, None, Body::empty()),
-            Err(Lookup::Foreign(s)) => {
-                audit_foreign(state, tenant, &s, "DELETE");
-                SessionError::Unknown.response()
+        Some(id) => {
+            let ended = match state.config.leak_sessions {
+                // The leaking fixture: the session is found and kept, never ended.
+                true => (state.sessions.get(id.as_bytes(), tenant)).map(|s| state.leak(s)),
+                false => state.sessions.remove(id.as_bytes(), tenant),
+            };
+            match ended {
+                Ok(()) => respond(StatusCode::OK, None, Body::empty()),
+                Err(Lookup::Foreign(s)) => {
+                    audit_foreign(state, tenant, &s, "DELETE");
+                    SessionError::Unknown.response()
+                }
+                Err(Lookup::Unknown) => SessionError::Unknown.response(),
             }
-            Err(Lookup::Unknown) => SessionError::Unknown.response(),
-        },
+        }
     }
 }
 

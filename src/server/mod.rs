@@ -182,7 +182,17 @@ pub struct Config {
     pub record: Option<Arc<trace_recorder::Recorder>>,
     /// An extra delay before every tool call (to check what a comparison reports).
     pub call_delay: Duration,
+    /// A test fixture for the session-leak check (`serve --leak-sessions`): a Streamable HTTP
+    /// DELETE answers 200 but the session stays for ever, holding [`LEAK_PER_SESSION`] bytes
+    /// more. Off by default.
+    pub leak_sessions: bool,
 }
+
+/// What the leaking fixture keeps per session deleted, beyond the session itself.
+pub const LEAK_PER_SESSION: usize = 16 * 1024;
+
+/// A session the leaking fixture kept, with its buffer.
+type Leaked = (Arc<session::Session>, Box<[u8]>);
 
 impl Default for Config {
     fn default() -> Self {
@@ -218,6 +228,7 @@ impl Default for Config {
             audit: None,
             record: None,
             call_delay: Duration::ZERO,
+            leak_sessions: false,
         }
     }
 }
@@ -272,6 +283,8 @@ pub struct State {
     /// Accept loops serving this state (a gateway runs one per thread): the last to finish
     /// its drain ends the sessions.
     serving: AtomicUsize,
+    /// The leaking fixture's sessions ([`Config::leak_sessions`]), each with its buffer.
+    leaked: std::sync::Mutex<Vec<Leaked>>,
 }
 
 impl State {
@@ -330,6 +343,7 @@ impl State {
             numbered: std::sync::atomic::AtomicU64::new(0),
             sessionless: std::sync::OnceLock::new(),
             serving: AtomicUsize::new(0),
+            leaked: std::sync::Mutex::default(),
             config,
         }
     }
@@ -349,6 +363,14 @@ impl State {
     /// Legacy HTTP+SSE sessions open now.
     pub fn legacy_sessions(&self) -> usize {
         self.legacy.len()
+    }
+
+    /// The leaking fixture's DELETE: keeps `session`, and a buffer written through (so it is
+    /// resident), for ever.
+    pub(crate) fn leak(&self, session: Arc<session::Session>) {
+        let held = vec![0x5a_u8; LEAK_PER_SESSION].into_boxed_slice();
+        let mut leaked = self.leaked.lock().unwrap_or_else(|e| e.into_inner());
+        leaked.push((session, held));
     }
 
     /// Connections open now (see [`Config::max_connections`]).

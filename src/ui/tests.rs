@@ -39,6 +39,7 @@ fn header(model: &str) -> RunHeader {
             concurrency: 64,
             arrival: (model == "open").then(|| "poisson".into()),
             release_interval_seconds: (model == "open").then_some(0.0001),
+            open_rate: None,
             pattern: None,
             replay: None,
             profile: ProfileInfo {
