@@ -209,11 +209,12 @@ pub struct ScaleArgs {
     /// How long to wait at the start barrier for every shard.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
     pub barrier_timeout: Duration,
-    /// Open connections from this local address (one of this machine's; on loopback any
-    /// 127.x.y.z): several generators on one machine, each with its own address and its own
-    /// range of ports.
-    #[arg(long, value_name = "IP")]
-    pub source_address: Option<std::net::IpAddr>,
+    /// Open connections from these local addresses (this machine's; on loopback any
+    /// 127.x.y.z): one, a list (127.0.0.2,127.0.0.3) or a CIDR block (127.0.0.0/28), each
+    /// with its own range of ports; virtual user g connects from address g mod k. Replaces
+    /// the scenario's target.source_address.
+    #[arg(long, value_name = "IP[,IP…]|CIDR")]
+    pub source_address: Option<crate::transport::sources::Sources>,
 }
 
 impl ScaleArgs {
