@@ -168,9 +168,7 @@ impl Machine {
     /// Whether `needs` fits; the first limit it breaks, said so a person can fix it.
     pub fn check(&self, needs: &Needs, fit: &Fit<'_>) -> Result<(), LimitError> {
         self.check_files(needs, fit)?;
-        if let Some((lo, hi)) = self.ports {
-            self.check_ports(needs, fit, (lo, hi))?;
-        }
+        self.check_ports(needs, fit)?;
         if let Some(limit) = self.processes
             && needs.processes > limit
         {
@@ -236,12 +234,10 @@ impl Machine {
     /// Ports: each source address has the ephemeral range; connections are open at once, and
     /// where the plan churns them and `tcp_tw_reuse` does not take TIME_WAIT ports over,
     /// those closed in the last minute hold theirs too.
-    fn check_ports(
-        &self,
-        needs: &Needs,
-        fit: &Fit<'_>,
-        (lo, hi): (u64, u64),
-    ) -> Result<(), LimitError> {
+    pub fn check_ports(&self, needs: &Needs, fit: &Fit<'_>) -> Result<(), LimitError> {
+        let Some((lo, hi)) = self.ports else {
+            return Ok(());
+        };
         let range = hi.saturating_sub(lo) + 1;
         let addresses = fit.addresses.max(1);
         let per_session = needs.connections / needs.sessions.max(1);

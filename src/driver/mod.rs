@@ -63,6 +63,11 @@ impl Interrupt {
         self.stop.is_cancelled()
     }
 
+    /// Whether the run was asked a second time (requests in flight cancelled at once).
+    pub fn is_hurried(&self) -> bool {
+        self.now.is_cancelled()
+    }
+
     /// What asked first.
     pub fn cause(&self) -> Option<&str> {
         self.cause.get().map(String::as_str)
@@ -306,22 +311,37 @@ pub fn check(
 /// resolved: one clear error before load, naming the way out.
 pub fn check_limits(plan: &Plan, opts: &RunOptions, resolved: &Resolved) -> Result<(), RunError> {
     let needs = limits::needs(plan, workers_for(plan, opts));
+    limits::Machine::read().check(&needs, &fit(plan, opts, resolved))?;
+    Ok(())
+}
+
+/// A scenario run as local shards (`whole` split, `first` its largest shard): each process
+/// has its own descriptors, but the machine's ports are shared, so they are checked for the
+/// whole over every source address.
+pub fn check_local_split(whole: &Plan, first: &Plan, opts: &RunOptions) -> Result<(), RunError> {
+    let resolved = resolve::resolve(whole, opts)?;
+    let machine = limits::Machine::read();
+    let needs = limits::needs(whole, workers_for(whole, opts));
+    machine.check_ports(&needs, &fit(whole, opts, &resolved))?;
+    check_limits(first, opts, &resolved)
+}
+
+/// How a plan's connections are made, for [`limits::Machine::check`].
+fn fit(plan: &Plan, opts: &RunOptions, resolved: &Resolved) -> limits::Fit<'static> {
     let shards = plan.load.shard.count as u64;
     // User g connects from address g mod k: shard I of N uses k / gcd(k, N) of them.
     let addresses = resolve::sources(plan, opts).map_or(1, |s| {
         let k = s.len() as u64;
         k / gcd(k, shards)
     });
-    let fit = limits::Fit {
+    limits::Fit {
         per_session: limits::per_session(plan),
         addresses,
         loopback: (resolved.endpoint.net.as_ref()).is_none_or(|n| n.addr.ip().is_loopback()),
         churn: limits::churn(plan),
         embedded: matches!(plan.target, crate::scenario::Target::Embedded(_)),
         shards,
-    };
-    limits::Machine::read().check(&needs, &fit)?;
-    Ok(())
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
