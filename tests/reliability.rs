@@ -184,8 +184,8 @@ arguments = { message = "hi" }
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("file descriptors")
-            && err.contains("open-file limit is 256")
-            && err.contains("ulimit -n")
+            && err.contains("hard limit 256")
+            && err.contains("mcpbench serve")
             && err.contains("lower load.concurrency to about"),
         "{err}"
     );

@@ -375,6 +375,7 @@ headers = {{ X-Trace = "on", Host = "mcp.example" }}
 timing_header = "server-timing:upstream"
 tool_prefix = "ref__"
 pid = [4242, 4250]
+source_address = "127.0.0.0/30"
 [[target.credentials]]
 tenant = "acme"
 token = "${{ACME_TOKEN}}"

@@ -23,6 +23,7 @@ mod help;
 mod hostile;
 mod interop;
 mod load_models;
+mod local_shards;
 mod matrix;
 mod mcp_server;
 mod needs;

@@ -3,7 +3,7 @@
 //!
 //! This file holds what every command shares (the clap definitions, exit codes, the one way
 //! of reporting an error) and [`execute`], which hands each command to its own file: `run`
-//! (run), `serve` and `mcp` (serve), `record` and `trace` (recording), `report`, `compare` and
+//! (run; split over local processes: local_shards), `serve` and `mcp` (serve), `record` and `trace` (recording), `report`, `compare` and
 //! `merge` (results), `init`, `probe`, `validate`, `doctor`, `schema`, `completions` and
 //! `man` (inspect); signals and the open-file limit (signals).
 //!
@@ -14,6 +14,7 @@
 //! written).
 
 mod inspect;
+mod local_shards;
 mod oneliner;
 mod recording;
 mod results;

@@ -209,11 +209,22 @@ pub struct ScaleArgs {
     /// How long to wait at the start barrier for every shard.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10m", value_parser = mcpbench_knobs::parse_duration)]
     pub barrier_timeout: Duration,
-    /// Open connections from this local address (one of this machine's; on loopback any
-    /// 127.x.y.z): several generators on one machine, each with its own address and its own
-    /// range of ports.
-    #[arg(long, value_name = "IP")]
-    pub source_address: Option<std::net::IpAddr>,
+    /// Open connections from these local addresses (this machine's; on loopback any
+    /// 127.x.y.z): one, a list (127.0.0.2,127.0.0.3) or a CIDR block (127.0.0.0/28), each
+    /// with its own range of ports; virtual user g connects from address g mod k. Replaces
+    /// the scenario's target.source_address.
+    #[arg(long, value_name = "IP[,IP…]|CIDR")]
+    pub source_address: Option<crate::transport::sources::Sources>,
+    /// Run the scenario as N processes of this binary on this machine (each shard I/N, into
+    /// OUTPUT/shard-I, started together), then merge them into OUTPUT: past one process's
+    /// open-file limit. The source addresses are shared out by user (g mod k).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = Number::<u16>::at_least(1, "local shards")
+    )]
+    pub local_shards: Option<u16>,
 }
 
 impl ScaleArgs {
@@ -333,6 +344,25 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return error(e),
     };
+    if let Some(n) = scale.local_shards {
+        return local_shards(
+            n,
+            source,
+            (&scale, &display),
+            repeat,
+            format,
+            RunOptions {
+                source_address: scale.source_address.clone(),
+                output,
+                results_root,
+                codec,
+                workers,
+                grace,
+                target_pids: target_pid,
+                ..RunOptions::default()
+            },
+        );
+    }
     let (shard, start) = match scale.resolve(&|k| std::env::var(k).ok()) {
         Ok(s) => s,
         Err(e) => return error(e),
@@ -384,6 +414,62 @@ pub(super) fn run(a: RunArgs) -> ExitCode {
         (display, metrics),
         format,
     )
+}
+
+/// `--local-shards N`: refused with what else it would need to mean, else the split run.
+fn local_shards(
+    n: u16,
+    source: Source,
+    (scale, display): (&ScaleArgs, &DisplayArgs),
+    repeat: u16,
+    format: SummaryFormat,
+    opts: RunOptions,
+) -> ExitCode {
+    let other = [
+        (
+            scale.shard.is_some(),
+            "--shard (or MCPBENCH_SHARD)",
+            "it is one shard already",
+        ),
+        (
+            scale.shards.is_some(),
+            "--shards",
+            "it is one shard already",
+        ),
+        (
+            scale.start_at.is_some() || scale.start_barrier.is_some(),
+            "--start-at and --start-barrier",
+            "the local shards agree on their start themselves",
+        ),
+        (
+            repeat > 1,
+            "--repeat",
+            "repeat the split run from a shell loop",
+        ),
+        (
+            display.metrics_listen.is_some() || display.otlp_endpoint.is_some(),
+            "--metrics-listen and --otlp-endpoint",
+            "the shards run without a live view; their merged result is written at the end",
+        ),
+    ];
+    if let Some((_, flag, why)) = other.iter().find(|(given, _, _)| *given) {
+        return error(format_args!("--local-shards {n} with {flag}: {why}"));
+    }
+    let Source::File(file, overrides) = source else {
+        return error(format_args!(
+            "--local-shards {n} runs a scenario file: write one for the target (`mcpbench init \
+             URL`) and give it"
+        ));
+    };
+    use std::io::IsTerminal;
+    super::local_shards::run(super::local_shards::Split {
+        shards: usize::from(n),
+        file: &file,
+        overrides: &overrides,
+        opts,
+        format,
+        display: display.display(std::io::stdout().is_terminal()),
+    })
 }
 
 /// What `run` loads: a scenario file with the command line's overrides, or a quick test and

@@ -3,6 +3,7 @@
 //! fails with one clear error (exit 2, what to change) instead of a cascade of failed
 //! connects. What still runs out during a run is the `local` outcome class.
 
+use crate::scenario::plan::Model;
 use crate::scenario::{Plan, Sessions, Target};
 use crate::transport::TransportKind;
 
@@ -30,21 +31,59 @@ pub enum LimitError {
         fits: u64,
     },
     #[error(
-        "this run keeps up to {need} connections open to the target, more than the {range} \
-         ephemeral ports of net.ipv4.ip_local_port_range ({lo}–{hi}): widen the range \
-         (`sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`), or lower load.concurrency"
+        "this run needs about {need} file descriptors ({why}), more than one process may open \
+         here (hard limit {hard}, raised only by root): lower load.concurrency to about \
+         {fits}, {ways}"
+    )]
+    FilesHard {
+        need: u64,
+        why: String,
+        hard: u64,
+        fits: u64,
+        /// The other ways out, said for this plan.
+        ways: String,
+    },
+    #[error(
+        "this run needs about {need} ephemeral ports ({why}), but {addresses} source \
+         address{plural} of {range} ports each ({lo}–{hi}) hold{s} {have}: {fix}",
+        plural = if *.addresses == 1 { "" } else { "es" },
+        s = if *.addresses == 1 { "s" } else { "" },
+        have = .addresses * .range
     )]
     Ports {
         need: u64,
+        why: String,
+        addresses: u64,
         range: u64,
         lo: u64,
         hi: u64,
+        fix: String,
     },
     #[error(
         "this run starts up to {need} processes of the stdio target, but the process limit is \
          {limit}: raise it (`ulimit -u`), or use sessions = \"shared\" (one process per worker)"
     )]
     Processes { need: u64, limit: u64 },
+}
+
+/// How a plan's connections are made, for the checks and for the ways out they name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit<'a> {
+    /// What one session costs, in words ([`per_session`]).
+    pub per_session: &'a str,
+    /// Source addresses the connections come from (1 when the system picks).
+    pub addresses: u64,
+    /// The target is on loopback (a block of 127.x.y.z can be given; `tcp_tw_reuse=2`
+    /// covers it).
+    pub loopback: bool,
+    /// Sessions opened and closed a second, where the plan says ([`churn`]): each
+    /// connection closed holds its port in TIME_WAIT for [`TIME_WAIT_SECS`] after.
+    pub churn: f64,
+    /// The target is the embedded server, in this process (local shards would each start
+    /// their own).
+    pub embedded: bool,
+    /// This run is one of this many shards.
+    pub shards: u64,
 }
 
 /// What a plan holds open at its peak.
@@ -120,6 +159,8 @@ pub struct Machine {
     pub ports: Option<(u64, u64)>,
     /// Processes (`None`: unlimited).
     pub processes: Option<u64>,
+    /// `net.ipv4.tcp_tw_reuse` ([`tw_reuse`]).
+    pub tw_reuse: Option<u8>,
 }
 
 impl Machine {
@@ -129,34 +170,14 @@ impl Machine {
             files: open_files(),
             ports: port_range(),
             processes: process_limit(),
+            tw_reuse: tw_reuse(),
         }
     }
 
     /// Whether `needs` fits; the first limit it breaks, said so a person can fix it.
-    pub fn check(&self, needs: &Needs, per_session: &str) -> Result<(), LimitError> {
-        let (soft, hard) = self.files;
-        if needs.fds > soft {
-            let per = needs.fds_per_session.max(1);
-            let fixed = needs.fds.saturating_sub(needs.sessions * per);
-            return Err(LimitError::Files {
-                need: needs.fds,
-                why: format!("{} sessions, {per_session}", needs.sessions),
-                soft,
-                hard: hard.map_or_else(|| "unlimited".into(), |h| h.to_string()),
-                fits: soft.saturating_sub(fixed) / per,
-            });
-        }
-        if let Some((lo, hi)) = self.ports {
-            let range = hi.saturating_sub(lo) + 1;
-            if needs.connections > range {
-                return Err(LimitError::Ports {
-                    need: needs.connections,
-                    range,
-                    lo,
-                    hi,
-                });
-            }
-        }
+    pub fn check(&self, needs: &Needs, fit: &Fit<'_>) -> Result<(), LimitError> {
+        self.check_files(needs, fit)?;
+        self.check_ports(needs, fit)?;
         if let Some(limit) = self.processes
             && needs.processes > limit
         {
@@ -166,6 +187,122 @@ impl Machine {
             });
         }
         Ok(())
+    }
+
+    /// Descriptors: past the hard limit no `ulimit` helps, only a smaller or split run.
+    fn check_files(&self, needs: &Needs, fit: &Fit<'_>) -> Result<(), LimitError> {
+        let (soft, hard) = self.files;
+        if needs.fds <= soft {
+            return Ok(());
+        }
+        let per = needs.fds_per_session.max(1);
+        let fixed = needs.fds.saturating_sub(needs.sessions * per);
+        let why = format!("{} sessions, {}", needs.sessions, fit.per_session);
+        let Some(hard) = hard.filter(|h| needs.fds > *h) else {
+            return Err(LimitError::Files {
+                need: needs.fds,
+                why,
+                soft,
+                hard: hard.map_or_else(|| "unlimited".into(), |h| h.to_string()),
+                fits: soft.saturating_sub(fixed) / per,
+            });
+        };
+        let fits = hard.saturating_sub(fixed) / per;
+        // Processes of this share each: every one has the fixed part too.
+        let split = (needs.sessions * per).div_ceil(fits.max(1) * per).max(2);
+        let ways = if fit.embedded {
+            "or start the reference server in a process of its own (`mcpbench serve`, then \
+             target.url): it holds half of these, and a split run needs it to"
+                .to_string()
+        } else {
+            let split_run = if fit.shards > 1 {
+                format!(
+                    "or split the run into {} shards (--shard I/{})",
+                    split * fit.shards,
+                    split * fit.shards
+                )
+            } else {
+                format!(
+                    "or split it over {split} processes on this machine: --local-shards {split}"
+                )
+            };
+            format!(
+                "share connections between sessions (HTTP/2: [target] http = \"2\" with \
+                 sessions_per_connection), {split_run}"
+            )
+        };
+        Err(LimitError::FilesHard {
+            need: needs.fds,
+            why,
+            hard,
+            fits,
+            ways,
+        })
+    }
+
+    /// Ports: each source address has the ephemeral range; connections are open at once, and
+    /// where the plan churns them and `tcp_tw_reuse` does not take TIME_WAIT ports over,
+    /// those closed in the last minute hold theirs too.
+    pub fn check_ports(&self, needs: &Needs, fit: &Fit<'_>) -> Result<(), LimitError> {
+        let Some((lo, hi)) = self.ports else {
+            return Ok(());
+        };
+        let range = hi.saturating_sub(lo) + 1;
+        let addresses = fit.addresses.max(1);
+        let per_session = needs.connections / needs.sessions.max(1);
+        let waiting = if tw_reuse_covers(self.tw_reuse, fit.loopback) {
+            0
+        } else {
+            (fit.churn * per_session as f64 * TIME_WAIT_SECS).ceil() as u64
+        };
+        let need = needs.connections + waiting;
+        if need.div_ceil(addresses) <= range {
+            return Ok(());
+        }
+        let why = if waiting > 0 {
+            format!(
+                "{} connections open at once, and {waiting} in TIME_WAIT: {:.0} closed a second \
+                 × {TIME_WAIT_SECS:.0} s",
+                needs.connections,
+                fit.churn * per_session as f64
+            )
+        } else {
+            format!("{} connections open at once", needs.connections)
+        };
+        let wanted = need.div_ceil(range);
+        let widen = "widen net.ipv4.ip_local_port_range (`sysctl -w \
+                     net.ipv4.ip_local_port_range=\"1024 65535\"`)";
+        let fix = if fit.loopback {
+            let block = crate::transport::sources::loopback_block(wanted);
+            let size = wanted.next_power_of_two();
+            format!("give --source-address {block} ({size} addresses), or {widen}")
+        } else {
+            format!(
+                "give --source-address a list of {wanted} addresses of this machine, or {widen}, \
+                 or lower load.concurrency"
+            )
+        };
+        Err(LimitError::Ports {
+            need,
+            why,
+            addresses,
+            range,
+            lo,
+            hi,
+            fix,
+        })
+    }
+}
+
+/// Sessions a plan opens and closes a second, where it says: per-request sessions at an
+/// open-loop rate (this shard's share); 0 otherwise (sessions kept, or a closed loop's rate
+/// that only the run shows — then [`time_wait_note`] says it after).
+pub fn churn(plan: &Plan) -> f64 {
+    match (&plan.load.model, plan.load.sessions) {
+        (Model::Open { rate, .. }, Sessions::PerRequest) => {
+            rate.max() / plan.load.shard.count.max(1) as f64
+        }
+        _ => 0.0,
     }
 }
 
@@ -291,8 +428,18 @@ mod tests {
             files: (files, Some(files)),
             ports: Some((32768, 60999)),
             processes: Some(100),
+            tw_reuse: Some(2),
         }
     }
+
+    const FIT: Fit<'static> = Fit {
+        per_session: "a connection each",
+        addresses: 1,
+        loopback: true,
+        churn: 0.0,
+        embedded: false,
+        shards: 1,
+    };
 
     #[test]
     fn churn_that_would_fill_the_port_range_is_noted() {
@@ -317,24 +464,26 @@ mod tests {
             fds_per_session: 2,
             processes: 0,
         };
-        let e = machine(1024)
-            .check(&needs, "a connection each")
-            .unwrap_err();
-        let text = e.to_string();
+        // Under the hard limit: raise the soft one.
+        let soft = Machine {
+            files: (1024, Some(4096)),
+            ..machine(1024)
+        };
+        let text = soft.check(&needs, &FIT).unwrap_err().to_string();
         assert!(text.contains("2072 file descriptors"), "{text}");
         assert!(text.contains("ulimit -n 2072"), "{text}");
         assert!(
             text.contains("lower load.concurrency to about 476"),
             "{text}"
         );
-        assert!(machine(4096).check(&needs, "").is_ok());
+        assert!(machine(4096).check(&needs, &FIT).is_ok());
         let ports = Needs {
             connections: 40000,
             fds: 100,
             ..needs
         };
         assert!(matches!(
-            machine(4096).check(&ports, ""),
+            machine(4096).check(&ports, &FIT),
             Err(LimitError::Ports { range: 28232, .. })
         ));
         let procs = Needs {
@@ -344,8 +493,110 @@ mod tests {
             ..needs
         };
         assert!(matches!(
-            machine(4096).check(&procs, ""),
+            machine(4096).check(&procs, &FIT),
             Err(LimitError::Processes { need: 101, .. })
         ));
+    }
+
+    /// Past the hard limit no ulimit helps: the refusal names the number and the ways out.
+    #[test]
+    fn past_the_hard_limit_the_run_is_refused_with_the_ways_out() {
+        let needs = Needs {
+            sessions: 50_000,
+            connections: 50_000,
+            fds: 64 + 8 + 50_000,
+            fds_per_session: 1,
+            processes: 0,
+        };
+        let text = machine(20_000).check(&needs, &FIT).unwrap_err().to_string();
+        assert!(text.contains("about 50072 file descriptors"), "{text}");
+        assert!(text.contains("hard limit 20000"), "{text}");
+        assert!(
+            text.contains("lower load.concurrency to about 19928"),
+            "{text}"
+        );
+        assert!(text.contains("sessions_per_connection"), "{text}");
+        // ⌈50 000 / 19 928⌉ processes, each with its fixed part.
+        assert!(text.contains("--local-shards 3"), "{text}");
+        let shard = Fit { shards: 2, ..FIT };
+        let text = machine(20_000)
+            .check(&needs, &shard)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("6 shards (--shard I/6)"), "{text}");
+        let embedded = Fit {
+            embedded: true,
+            ..FIT
+        };
+        let text = machine(20_000)
+            .check(&needs, &embedded)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("mcpbench serve") && !text.contains("--local-shards"),
+            "{text}"
+        );
+    }
+
+    /// Ports are counted per source address, TIME_WAIT included where reuse does not cover
+    /// it; the fix names a block of addresses that fits.
+    #[test]
+    fn ports_are_counted_per_source_address_with_the_block_that_fits() {
+        let needs = Needs {
+            sessions: 100_000,
+            connections: 100_000,
+            fds: 100,
+            fds_per_session: 1,
+            processes: 0,
+        };
+        let m = machine(200_000);
+        let text = m.check(&needs, &FIT).unwrap_err().to_string();
+        assert!(text.contains("about 100000 ephemeral ports"), "{text}");
+        assert!(
+            text.contains("1 source address of 28232 ports each (32768–60999) holds 28232"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--source-address 127.0.0.0/30 (4 addresses)"),
+            "{text}"
+        );
+        let four = Fit {
+            addresses: 4,
+            ..FIT
+        };
+        assert!(m.check(&needs, &four).is_ok());
+        // 1000 sessions a second closed, TIME_WAIT not reused (a remote target, reuse=2):
+        // 60 000 more ports held.
+        let churn = Fit {
+            addresses: 4,
+            loopback: false,
+            churn: 1000.0,
+            ..FIT
+        };
+        let text = m.check(&needs, &churn).unwrap_err().to_string();
+        assert!(text.contains("about 160000 ephemeral ports"), "{text}");
+        assert!(
+            text.contains("60000 in TIME_WAIT: 1000 closed a second × 60 s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("4 source addresses of 28232 ports each"),
+            "{text}"
+        );
+        assert!(
+            text.contains("a list of 6 addresses of this machine"),
+            "{text}"
+        );
+        // On loopback tcp_tw_reuse=2 takes those ports over.
+        assert!(
+            m.check(
+                &needs,
+                &Fit {
+                    loopback: true,
+                    ..churn
+                }
+            )
+            .is_ok()
+        );
     }
 }

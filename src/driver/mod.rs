@@ -63,6 +63,11 @@ impl Interrupt {
         self.stop.is_cancelled()
     }
 
+    /// Whether the run was asked a second time (requests in flight cancelled at once).
+    pub fn is_hurried(&self) -> bool {
+        self.now.is_cancelled()
+    }
+
     /// What asked first.
     pub fn cause(&self) -> Option<&str> {
         self.cause.get().map(String::as_str)
@@ -106,9 +111,9 @@ pub struct RunOptions {
     pub grace: Duration,
     /// When the load starts: now, or a time agreed with the other shards.
     pub start: start::StartAt,
-    /// The local address connections come from (several generators on one machine, each
-    /// with its own address and port range).
-    pub source_address: Option<std::net::IpAddr>,
+    /// The local addresses connections come from (each address has its own range of ports):
+    /// replaces the scenario's `target.source_address`.
+    pub source_address: Option<crate::transport::sources::Sources>,
     /// Processes of the target to sample every interval, besides the scenario's `target.pid`.
     pub target_pids: Vec<u32>,
     /// `--otlp-endpoint`: where the live view is also pushed, once per interval and at the
@@ -243,9 +248,8 @@ pub fn check(
     rt: &tokio::runtime::Runtime,
 ) -> Result<Checked, RunError> {
     let workers = workers_for(plan, opts);
-    let needs = limits::needs(plan, workers);
-    limits::Machine::read().check(&needs, limits::per_session(plan))?;
     let mut resolved = resolve::resolve(plan, opts)?;
+    check_limits(plan, opts, &resolved)?;
     // With per-user credentials, the preflight speaks as the first user (and to the first
     // replica alone: a handshake-era session does not outlive a hop to another).
     let mut probe = resolved.endpoint.clone();
@@ -301,6 +305,47 @@ pub fn check(
         tenants,
         checks,
     })
+}
+
+/// Whether a plan fits this machine's limits (open files, ports, processes), its target
+/// resolved: one clear error before load, naming the way out.
+pub fn check_limits(plan: &Plan, opts: &RunOptions, resolved: &Resolved) -> Result<(), RunError> {
+    let needs = limits::needs(plan, workers_for(plan, opts));
+    limits::Machine::read().check(&needs, &fit(plan, opts, resolved))?;
+    Ok(())
+}
+
+/// A scenario run as local shards (`whole` split, `first` its largest shard): each process
+/// has its own descriptors, but the machine's ports are shared, so they are checked for the
+/// whole over every source address.
+pub fn check_local_split(whole: &Plan, first: &Plan, opts: &RunOptions) -> Result<(), RunError> {
+    let resolved = resolve::resolve(whole, opts)?;
+    let machine = limits::Machine::read();
+    let needs = limits::needs(whole, workers_for(whole, opts));
+    machine.check_ports(&needs, &fit(whole, opts, &resolved))?;
+    check_limits(first, opts, &resolved)
+}
+
+/// How a plan's connections are made, for [`limits::Machine::check`].
+fn fit(plan: &Plan, opts: &RunOptions, resolved: &Resolved) -> limits::Fit<'static> {
+    let shards = plan.load.shard.count as u64;
+    // User g connects from address g mod k: shard I of N uses k / gcd(k, N) of them.
+    let addresses = resolve::sources(plan, opts).map_or(1, |s| {
+        let k = s.len() as u64;
+        k / gcd(k, shards)
+    });
+    limits::Fit {
+        per_session: limits::per_session(plan),
+        addresses,
+        loopback: (resolved.endpoint.net.as_ref()).is_none_or(|n| n.addr.ip().is_loopback()),
+        churn: limits::churn(plan),
+        embedded: matches!(plan.target, crate::scenario::Target::Embedded(_)),
+        shards,
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }
 
 /// The directory of a run made of runs (find-max, A/B): `--output`, or a new one under the

@@ -9,6 +9,7 @@ use crate::scenario::plan::Embedded;
 use crate::scenario::{Plan, Target};
 use crate::server::EmbeddedServers;
 use crate::transport::net::NetTarget;
+use crate::transport::sources::Sources;
 use crate::transport::{CommandSpec, Endpoint, TransportKind};
 
 /// A target ready to connect to.
@@ -28,24 +29,36 @@ pub struct Resolved {
 }
 
 /// The endpoint for a plan: embedded servers started, names resolved, TLS configured, and
-/// connections from `--source-address` if given.
+/// connections from the first source address if given (each user's own is set in the run's
+/// context: [`super::run_context`]).
 pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let mut resolved = resolve_target(plan, opts)?;
-    if let Some(ip) = opts.source_address {
+    if let Some(sources) = sources(plan, opts) {
         let ep = &mut resolved.endpoint;
         for net in ep.net.iter_mut().chain(ep.replicas.iter_mut()) {
-            usable_source(ip, net.addr)?;
-            net.source = Some(ip);
+            for &ip in sources.addrs() {
+                usable_source(ip, net.addr)?;
+            }
+            net.source = Some(sources.addrs()[0]);
         }
     }
     Ok(resolved)
+}
+
+/// The source addresses of a run: `--source-address`, else the scenario's
+/// `target.source_address`.
+pub fn sources<'a>(plan: &'a Plan, opts: &'a RunOptions) -> Option<&'a Sources> {
+    opts.source_address.as_ref().or(match &plan.target {
+        Target::Remote(r) => r.sources.as_ref(),
+        Target::Embedded(_) => None,
+    })
 }
 
 /// A source address this machine has, of the target's family: bound once here, so that a
 /// wrong one is one clear error before load rather than a failed connection per request.
 fn usable_source(ip: std::net::IpAddr, target: SocketAddr) -> Result<(), RunError> {
     let fail = |reason: String| RunError::Resolve {
-        target: format!("--source-address {ip}"),
+        target: format!("source address {ip}"),
         reason,
     };
     if ip.is_ipv4() != target.is_ipv4() {

@@ -1,7 +1,7 @@
 //! What every worker of a run shares, read-only ([`Ctx`]): the plan, the endpoints users take
-//! (credentials, tenants, revisions), the request templates per revision, `expect` rules, the
-//! clock of the run and its stop and abort signals; built once by [`context`]. And the one
-//! redaction of secrets from what a server says.
+//! (credentials, tenants, revisions, source addresses), the request templates per revision,
+//! `expect` rules, the clock of the run and its stop and abort signals; built once by
+//! [`context`]. And the one redaction of secrets from what a server says.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +38,10 @@ pub struct Ctx {
     pub endpoints: UserEndpoints,
     /// The credentials' tenants, by index.
     pub tenants: Vec<String>,
+    /// Source addresses 2 … k (`--source-address` lists): `endpoint` and `endpoints` again,
+    /// connecting from that address. Virtual user `g` takes address `g mod k` (the first is
+    /// `endpoint`'s own), so its reconnects keep it.
+    pub other_sources: Vec<(Arc<Endpoint>, UserEndpoints)>,
     /// Every header value that may be a secret, redacted from failure messages.
     pub secrets: Vec<(String, String)>,
     /// Per revision the users speak (the preflight's first): each workload entry's request
@@ -75,10 +79,17 @@ pub struct Ctx {
 impl Ctx {
     /// The endpoint and tenant of the virtual user with this global index.
     pub(super) fn endpoint_of(&self, global: usize) -> (Arc<Endpoint>, Option<usize>) {
-        match self.endpoints.len() {
-            0 => (self.endpoint.clone(), None),
+        let (endpoint, endpoints) = match global % (self.other_sources.len() + 1) {
+            0 => (&self.endpoint, &self.endpoints),
+            k => {
+                let (ep, eps) = &self.other_sources[k - 1];
+                (ep, eps)
+            }
+        };
+        match endpoints.len() {
+            0 => (endpoint.clone(), None),
             n => {
-                let (ep, tenant) = &self.endpoints[global % n];
+                let (ep, tenant) = &endpoints[global % n];
                 (ep.clone(), Some(*tenant))
             }
         }
@@ -153,6 +164,36 @@ pub(super) fn users_endpoints(
     (by_revision, secrets)
 }
 
+/// Per source address after the first: the endpoint and the users' endpoints connecting
+/// from it.
+fn other_sources(
+    plan: &Plan,
+    opts: &RunOptions,
+    endpoint: &Endpoint,
+    endpoints: &UserEndpoints,
+) -> Vec<(Arc<Endpoint>, UserEndpoints)> {
+    let Some(sources) = super::resolve::sources(plan, opts) else {
+        return Vec::new();
+    };
+    let from = |ep: &Endpoint, ip| {
+        let mut ep = ep.clone();
+        for net in ep.net.iter_mut().chain(ep.replicas.iter_mut()) {
+            net.source = Some(ip);
+        }
+        Arc::new(ep)
+    };
+    sources.addrs()[1..]
+        .iter()
+        .map(|&ip| {
+            let eps = endpoints
+                .iter()
+                .map(|(ep, tenant)| (from(ep, ip), *tenant))
+                .collect();
+            (from(endpoint, ip), eps)
+        })
+        .collect()
+}
+
 /// Each workload entry's request template and call spec, per revision the users speak (the
 /// preflight's, then a mixed-revision target's others).
 fn requests_per_revision(plan: &Plan, pre: &Preflight) -> Requests {
@@ -189,6 +230,7 @@ pub(super) fn context(
     let tenants = checked.tenants.clone();
     let (endpoints, secrets) = users_endpoints(plan, &endpoint, &tenants);
     Ctx {
+        other_sources: other_sources(plan, opts, &endpoint, &endpoints),
         oauth: checked.resolved.oauth.clone().map(|t| {
             let op = plan
                 .ops

@@ -206,6 +206,9 @@ pub struct Remote {
     /// `pid`: processes of the target (a gateway, its upstreams) whose CPU time, memory,
     /// descriptors and threads are sampled every interval.
     pub pids: Vec<u32>,
+    /// `source_address`: the local addresses connections come from (`--source-address`
+    /// replaces it).
+    pub sources: Option<crate::transport::sources::Sources>,
     /// Where the target is written (`target.url`, or `target.command` for stdio): for
     /// messages about the target itself (nothing listens there, the command is not found).
     pub place: Place,

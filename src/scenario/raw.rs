@@ -82,6 +82,8 @@ pub struct RawTarget {
     pub oauth: Option<Spanned<RawOAuth>>,
     /// Processes of the target to sample (CPU, memory, descriptors): a pid or a list.
     pub pid: Option<Spanned<toml::Value>>,
+    /// The local addresses connections come from: one, a list or a CIDR block.
+    pub source_address: Option<Spanned<String>>,
 }
 
 /// A string or a list of them: `target.url` (replicas), `target.protocol` (mixed revisions).
@@ -241,7 +243,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
 ];
 
 #[rustfmt::skip]
-const TARGET_KEYS: &[&str] = &["name", "transport", "url", "command", "env", "cwd", "protocol", "http", "sessions_per_connection", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth", "pid"];
+const TARGET_KEYS: &[&str] = &["name", "transport", "url", "command", "env", "cwd", "protocol", "http", "sessions_per_connection", "tls", "headers", "timing_header", "credentials", "credentials_file", "tool_prefix", "oauth", "pid", "source_address"];
 const OAUTH_KEYS: &[&str] = &[
     "token_url",
     "client_id",

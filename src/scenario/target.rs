@@ -13,6 +13,7 @@ use super::{ScenarioError, Source};
 use crate::protocol::ResponseMode;
 use crate::protocol::version::{Revision, UnknownRevision};
 use crate::transport::net::Trust;
+use crate::transport::sources::Sources;
 use crate::transport::{CommandSpec, TransportKind};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -51,6 +52,7 @@ pub(super) fn target(
         None => Vec::new(),
         Some(p) => pids(src, p)?,
     };
+    let sources = source_address(src, raw, transport)?;
     let written = raw.url.as_ref().map(|u| u.span());
     let place = src.place(
         written
@@ -60,6 +62,7 @@ pub(super) fn target(
     Ok(Remote {
         place,
         pids,
+        sources,
         revisions,
         replicas,
         sessions_per_connection,
@@ -308,6 +311,31 @@ fn tool_prefix(src: &Source<'_>, raw: &RawTarget) -> Result<Option<String>, Scen
             )),
         Some(p) => Ok(Some(p.get_ref().clone())),
     }
+}
+
+/// `source_address = "127.0.0.0/28"`: addresses, a list or a CIDR block, of a network target.
+fn source_address(
+    src: &Source<'_>,
+    raw: &RawTarget,
+    transport: TransportKind,
+) -> Result<Option<Sources>, ScenarioError> {
+    let Some(s) = &raw.source_address else {
+        return Ok(None);
+    };
+    if transport == TransportKind::Stdio {
+        return Err(src.error(
+            s.span(),
+            "source_address is where network connections come from; a stdio target has none",
+            Some("remove source_address, or give target.url".into()),
+        ));
+    }
+    Sources::parse(s.get_ref()).map(Some).map_err(|e| {
+        src.error(
+            s.span(),
+            format!("source_address {e}"),
+            Some("e.g. source_address = \"127.0.0.0/28\" (16 loopback addresses)".into()),
+        )
+    })
 }
 
 /// `pid = 1234` or `pid = [1234, 1240]`: positive integers, each once.

@@ -3,6 +3,7 @@
 //! | module              | what                                                            |
 //! |---------------------|-----------------------------------------------------------------|
 //! | `net`               | TCP + TLS (rustls) connecting, one `Stream` type                |
+//! | `sources`           | the source addresses connections come from (a list, a CIDR)     |
 //! | `exchange`          | one HTTP/1.1 request on a fresh connection, off the hot path    |
 //! | `http1_client`      | hot-path HTTP/1.1 client connection                             |
 //! | `spare`             | a worker thread's spare buffers, lent to busy sessions          |
@@ -21,6 +22,7 @@ pub mod http1_client;
 pub mod legacy_sse_client;
 pub mod mux;
 pub mod net;
+pub mod sources;
 pub(crate) mod spare;
 pub mod sse_decoder;
 pub mod stdio_client;
