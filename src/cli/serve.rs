@@ -106,9 +106,19 @@ pub struct FrontArgs {
         value_parser = Number::<usize>::at_least(1, "connections")
     )]
     max_connections: Option<usize>,
+    /// Streamable HTTP sessions (and legacy HTTP+SSE sessions) open at once, each transport
+    /// counted apart; `initialize` beyond it is answered 503 with Retry-After.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        allow_negative_numbers = true,
+        value_parser = Number::<usize>::at_least(1, "sessions")
+    )]
+    max_sessions: usize,
     /// End a Streamable HTTP session no request has named for this long (its calls cancelled;
     /// its next request gets 404). Each is counted, and the count printed at shutdown.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = idle_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "10m", value_parser = idle_duration)]
     session_idle: Duration,
     /// Set SO_REUSEPORT on the listener (Linux): several `mcpbench serve` processes on one
     /// address, the kernel spreading connections over them (to hold more connections than one
@@ -147,6 +157,7 @@ impl FrontArgs {
     pub(super) fn configure(&self, config: &mut server::Config) -> Result<(), String> {
         config.response = self.response;
         config.max_connections = self.max_connections.unwrap_or_else(default_max_connections);
+        config.max_sessions = self.max_sessions;
         config.session_idle = self.session_idle;
         config.reuse_port = self.reuse_port;
         config
