@@ -88,38 +88,32 @@ async fn serve_thread(
     }
 }
 
-fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
-    let l =
-        std::net::TcpListener::bind(addr).map_err(|source| EmbeddedError::Bind { addr, source })?;
-    l.set_nonblocking(true)
-        .map_err(|source| EmbeddedError::Bind { addr, source })?;
-    Ok(l)
-}
-
-/// Backlog of a listener bound with `SO_REUSEPORT` (the kernel caps it at `somaxconn`).
+/// Backlog of the listeners (the kernel caps it at `somaxconn`): an opening storm of thousands
+/// of connections at once waits in it instead of having its handshakes dropped and retried
+/// seconds later (std's `TcpListener::bind` asks for 128).
 const BACKLOG: i32 = 4096;
 
-/// [`bind`] with `SO_REUSEPORT` (Linux): other processes (and sockets) with it set may bind
-/// the same address, and the kernel spreads new connections over their listeners.
-#[cfg(target_os = "linux")]
-fn bind_shared(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
+/// A listener on `addr`. `shared` sets `SO_REUSEPORT` (Linux): other processes (and sockets)
+/// with it set may bind the same address, and the kernel spreads new connections over their
+/// listeners; elsewhere it is not asked for (its meaning differs).
+fn bind(addr: SocketAddr, shared: bool) -> Result<std::net::TcpListener, EmbeddedError> {
     use socket2::{Domain, Socket, Type};
     let bound = || {
         let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        #[cfg(unix)]
         s.set_reuse_address(true)?;
-        s.set_reuse_port(true)?;
+        #[cfg(target_os = "linux")]
+        if shared {
+            s.set_reuse_port(true)?;
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = shared;
         s.bind(&addr.into())?;
         s.listen(BACKLOG)?;
         s.set_nonblocking(true)?;
         Ok(s.into())
     };
     bound().map_err(|source| EmbeddedError::Bind { addr, source })
-}
-
-/// Elsewhere `SO_REUSEPORT` is not asked for (its meaning differs): a plain [`bind`].
-#[cfg(not(target_os = "linux"))]
-fn bind_shared(addr: SocketAddr) -> Result<std::net::TcpListener, EmbeddedError> {
-    bind(addr)
 }
 
 impl EmbeddedServers {
@@ -149,11 +143,7 @@ impl EmbeddedServers {
 
     /// Binds (so errors come back here), then serves on a runtime thread of its own.
     pub fn launch(l: Launch) -> Result<Self, EmbeddedError> {
-        let mcp_l = if l.config.reuse_port {
-            bind_shared(l.listen)?
-        } else {
-            bind(l.listen)?
-        };
+        let mcp_l = bind(l.listen, l.config.reuse_port)?;
         let mcp_addr = mcp_l.local_addr().map_err(|source| EmbeddedError::Bind {
             addr: l.listen,
             source,
@@ -165,7 +155,7 @@ impl EmbeddedServers {
             None if config.identity.is_some() => (None, None),
             None => {
                 mock_backend::Backend::new(l.backend.clone())?;
-                let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+                let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)), false)?;
                 let addr = bl.local_addr().ok();
                 (Some(bl), addr)
             }
@@ -310,7 +300,7 @@ pub fn run_stdio(
         None if config.identity.is_some() => None,
         None => {
             mock_backend::Backend::new(backend.clone())?;
-            let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+            let bl = bind(SocketAddr::from(([127, 0, 0, 1], 0)), false)?;
             if let Ok(a) = bl.local_addr() {
                 config.backend = Some(format!("http://{a}"));
             }

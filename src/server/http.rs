@@ -165,15 +165,18 @@ pub(crate) async fn handle(
         Ok(t) => t,
         Err(refused) => return Ok(*refused),
     };
+    // The request futures are boxed: hyper keeps room for this future in every connection
+    // for as long as it lives, so its size is memory per idle session (one allocation per
+    // request instead; docs/reference-server.md, "Many sessions").
     Ok(match route {
         Route::Mcp => match *req.method() {
-            Method::POST => post(state, req, tenant).await,
+            Method::POST => Box::pin(post(state, req, tenant)).await,
             Method::DELETE => delete(state, &req, tenant),
             Method::GET => resume(state, &req, tenant),
             _ => method_not_allowed("POST, GET, DELETE"),
         },
         Route::Sse => legacy_sse::open(state, &req, tenant),
-        Route::Messages => legacy_sse::post(state, req, tenant).await,
+        Route::Messages => Box::pin(legacy_sse::post(state, req, tenant)).await,
         Route::Ws => websocket::upgrade(state, req, tenant),
         Route::Seen => match (req.method(), &state.seen) {
             (&Method::GET, Some(seen)) => json(StatusCode::OK, seen.to_json()),
