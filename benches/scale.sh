@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How many concurrent MCP sessions one machine holds, side by side with k6 (docs/performance.md).
-# Every virtual user opens its own Streamable HTTP session (initialize + notifications/initialized)
-# and calls the reference server's `echo` once every PERIOD seconds for DURATION seconds, against
+# Every virtual user opens its own Streamable HTTP session (initialize + notifications/initialized;
+# mcpbench at OPEN_RATE sessions a second) and calls the reference server's `echo` once every PERIOD seconds for DURATION seconds, against
 # `mcpbench serve` in other processes on the same machine (restarted for every case).
 # Per case: users, delivered ok/s, failed calls and openings, generator peak RSS and its KiB per
 # session (the slope from the previous row of the same tool and shape, so fixed costs drop out),
@@ -18,12 +18,14 @@
 #   benches/scale.sh                                   # 1 000 / 5 000 / 10 000, k6 beside
 #   USERS="20000 50000 100000" TOOLS="h2" benches/scale.sh
 #   USERS=100000 TOOLS=h1 benches/scale.sh             # 6 local shards, 6 server processes
+#   OUT=dir benches/scale.sh                           # also keeps each mcpbench run's table
 source "$(dirname "$0")/common.sh"
 USERS=${USERS:-"1000 5000 10000"}
 TOOLS=${TOOLS:-"h1 h2 k6"}
 PERIOD=${PERIOD:-10}
 DURATION=${DURATION:-40}
 SPC=${SPC:-1000}
+OPEN_RATE=${OPEN_RATE:-5000}       # mcpbench opens sessions at this rate; k6 starts every VU at once
 PER_PROCESS=${PER_PROCESS:-17000}   # sessions per process (connection per session)
 CAP=$(( DURATION + 300 ))           # no run may outlive this (seconds)
 K6=${K6:-$(command -v k6 || ls /tmp/k6-venv/bin/k6 2> /dev/null || true)}
@@ -62,6 +64,7 @@ url = "$URL"
 $2
 [load]
 concurrency = $1
+open_rate = $OPEN_RATE
 think = "${PERIOD}s"
 duration = "${DURATION}s"
 timeout = "30s"
@@ -84,10 +87,11 @@ sessions_per_connection = $SPC" ;;
   local split=()
   [ "$procs" -gt 1 ] && split=(--local-shards "$procs" --source-address 127.0.0.0/28)
   /usr/bin/time -f '%M' -o "$WORK/time" timeout -k 5 "$CAP" \
-    "$BIN" run "$WORK/s.toml" "${split[@]}" --output "$WORK/out" --quiet > "$WORK/run.out" 2>&1 \
+    "$BIN" run "$WORK/s.toml" "${split[@]}" --output "$WORK/out" > "$WORK/run.out" 2>&1 \
     || echo "  ($shape $n: exit $?: $(grep -v '^$' "$WORK/run.out" | tail -2 | tr '\n' ' '))" >&2
   local server; server=$(server_peak_kib)
   stop_servers
+  [ -z "${OUT:-}" ] || { mkdir -p "$OUT"; cp "$WORK/run.out" "$OUT/$shape-$n.txt"; }
   local gen; gen=$(generator_peak_kib "$WORK/out")
   python3 - "mcpbench $shape" "$n" "$WORK/out/summary.json" "$gen" "$server" "$DURATION" <<'PY' >> "$WORK/rows.tsv"
 import json, sys
@@ -203,6 +207,6 @@ for line in open(sys.argv[1]):
     slope = lambda a, b: f"{(a - b) / (n - prev[0]):.1f}" if prev and n > prev[0] else f"({a / n:.1f})"
     g, s = slope(gen, prev[1] if prev else 0), slope(srv, prev[2] if prev else 0)
     last[tool] = (n, gen, srv)
-    print(f"| {tool} | {n} | {float(oks):.0f} | {fc} | {fo} | {gen / 1024:.0f} | {g} | {srv / 1024:.0f} | {s} | {float(p50):.0f} | {float(p99):.0f} |")
+    print(f"| {tool} | {n} | {float(oks):.0f} | {fc} | {fo} | {gen / 1024:.0f} | {g} | {srv / 1024:.0f} | {s} | {float(p50):.1f} | {float(p99):.1f} |")
 print("KiB/session: the slope from the tool's previous row; in brackets (first row) the whole RSS over the users.")
 PY

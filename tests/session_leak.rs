@@ -14,6 +14,15 @@ const LEAKED: f64 = 16.0 * 1024.0;
 /// Three thousand per-request sessions at 500/s against `mcpbench serve EXTRA…`, watched by
 /// pid: the exit code, summary.json and the printed table.
 fn churn(extra: &[&str]) -> (i32, serde_json::Value, String) {
+    watched_run(
+        extra,
+        "model = \"open\"\nrate = 500\nconcurrency = 16\nrequests = 3000\nduration = \"60s\"\nsessions = \"per-request\"",
+    )
+}
+
+/// `[load]` as given, `echo` calls, the threshold `target_memory_per_session < 4KiB`, against
+/// `mcpbench serve EXTRA…` watched by pid: the exit code, summary.json and the printed table.
+fn watched_run(extra: &[&str], load: &str) -> (i32, serde_json::Value, String) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_mcpbench"));
     serve.args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"]);
     let (server, addr) = listening(serve.args(extra));
@@ -26,12 +35,7 @@ fn churn(extra: &[&str]) -> (i32, serde_json::Value, String) {
 [target]
 url = "http://{addr}/mcp"
 [load]
-model = "open"
-rate = 500
-concurrency = 16
-requests = 3000
-duration = "60s"
-sessions = "per-request"
+{load}
 [[workload]]
 method = "tools/call"
 tool = "echo"
@@ -101,50 +105,8 @@ fn the_leak_check_flags_a_server_that_never_frees_sessions_and_passes_the_refere
 
 #[test]
 fn too_few_sessions_leave_the_figure_out_and_the_threshold_says_why() {
-    let (server, addr) = listening(Command::new(env!("CARGO_BIN_EXE_mcpbench")).args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--threads",
-        "1",
-    ]));
-    let dir = scratch();
-    let file = scenario(
-        dir.path(),
-        "few.toml",
-        &format!(
-            r#"name = "few"
-[target]
-url = "http://{addr}/mcp"
-[load]
-concurrency = 2
-duration = "4s"
-think = "50ms"
-[[workload]]
-method = "tools/call"
-tool = "echo"
-arguments = {{ message = "hello" }}
-[thresholds]
-target_memory_per_session = "< 4KiB"
-"#
-        ),
-    );
-    let out = dir.path().join("run");
-    let pid = server.0.id().to_string();
-    let (code, stdout, stderr) = mcpbench(
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--output",
-            out.to_str().unwrap(),
-            "--no-tui",
-            "--target-pid",
-            &pid,
-        ],
-        dir.path(),
-    );
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
-    let s = valid_summary(&out);
+    let (code, s, text) = watched_run(&[], "concurrency = 2\nduration = \"4s\"\nthink = \"50ms\"");
+    assert_eq!(code, 1, "{text}");
     let m = &s["target_memory_per_session"];
     assert!(m.get("bytes_per_session").is_none(), "{m}");
     let why = m["unmeasured"].as_str().expect("why");
@@ -158,5 +120,5 @@ target_memory_per_session = "< 4KiB"
         (&serde_json::json!(false), None)
     );
     assert_eq!(t["unjudged"], why, "{t}");
-    assert!(stdout.contains(&format!("not measured: {why}")), "{stdout}");
+    assert!(text.contains(&format!("not measured: {why}")), "{text}");
 }

@@ -29,8 +29,8 @@ pub struct Resolved {
 }
 
 /// The endpoint for a plan: embedded servers started, names resolved, TLS configured, and
-/// connections from the first source address if given (each user's own is set in the run's
-/// context: [`super::run_context`]).
+/// connections from the first source address if given (each user's own is set where the run's
+/// context is built, which calls [`sources`] too).
 pub fn resolve(plan: &Plan, opts: &RunOptions) -> Result<Resolved, RunError> {
     let mut resolved = resolve_target(plan, opts)?;
     if let Some(sources) = sources(plan, opts) {

@@ -1,6 +1,6 @@
 //! A worker thread's spare byte buffers: what an idle session lends back.
 //!
-//! A session that waits (think time, open-loop idleness) needs none of its request, response
+//! A session that thinks between calls needs none of its request, response
 //! and read buffers; holding them would cost every idle session some 20 KiB. A session takes
 //! buffers from its thread's spares when an exchange needs them and gives them back when it
 //! rests ([`Session::rest`](super::Session::rest)). Memory is then O(sessions busy at once),
