@@ -381,6 +381,66 @@ fn ab_finds_the_delay_injected_in_the_reference_gateway() {
 
 const CLIENT_SECRET: &str = "cl1ent-s3cret-77";
 
+/// The gateway splits each proxied call's time in `Server-Timing`: `upstream` (the exchange with
+/// the upstream) and `gateway` (the rest). With a 10 ms tool upstream and a 20 ms delay injected
+/// in the gateway, the header puts each where it belongs, and a run reading the header
+/// (`timing_header = "server-timing:upstream"`) reports the upstream share per operation.
+#[test]
+fn server_timing_splits_upstream_from_gateway_time() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let upstream = [format!("ref=http://{}/mcp", up.mcp_addr)];
+    let gw = gateway_with(&upstream, None, None, Duration::from_millis(20));
+    let (sid, opened) = support::initialize(gw.mcp_addr, "2025-11-25");
+    assert_eq!(
+        opened.header("server-timing"),
+        None,
+        "no upstream call, no header"
+    );
+    let session = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = support::post(
+        gw.mcp_addr,
+        &session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ref__sleep","arguments":{"ms":10}}}"#,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let timing = r
+        .header("server-timing")
+        .expect("Server-Timing on a proxied call");
+    let dur = |name: &str| -> f64 {
+        timing
+            .split(", ")
+            .find_map(|e| e.strip_prefix(&format!("{name};dur=")))
+            .unwrap_or_else(|| panic!("no {name} entry in {timing:?}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(dur("upstream") >= 10.0, "{timing}");
+    assert!(
+        dur("gateway") >= 20.0,
+        "the injected delay is the gateway's: {timing}"
+    );
+
+    let dir = scratch();
+    let text = format!(
+        "name = \"timing\"\n[target]\nurl = \"http://{}/mcp\"\ntiming_header = \"server-timing:upstream\"\n[load]\nconcurrency = 2\nrequests = 40\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"ref__sleep\"\narguments = {{ ms = 10 }}\n",
+        gw.mcp_addr
+    );
+    let out = run_in(&text, dir.path()).expect("the run finishes");
+    let o = op(&out.summary, "tools/call:ref__sleep");
+    assert_eq!(o.outcomes.ok, 40);
+    let upstream = o.upstream.as_ref().expect("the upstream share is reported");
+    assert_eq!(upstream.count, 40, "every response carried the header");
+    assert!(upstream.p50_ms >= 10.0, "{upstream:?}");
+    let latency = o.latency.as_ref().expect("latency");
+    assert!(
+        latency.p50_ms - upstream.p50_ms >= 19.0,
+        "the gateway's 20 ms are not upstream: latency {latency:?}, upstream {upstream:?}"
+    );
+}
+
 /// A token endpoint: checks the client credentials grant, then issues `t-0`, `t-1`, … (valid
 /// for one second), except that its third token (the second user's first) is one the server
 /// does not know.

@@ -41,7 +41,7 @@ use crate::protocol::version::Revision;
 use crate::report::compare::{self, Verdict};
 use crate::report::read_back::RunFiles;
 use crate::scenario::plan::Scheme;
-use crate::server::proxy::{ProxiedTool, Proxy, ProxyFuture};
+use crate::server::proxy::{Proxied, ProxiedTool, Proxy, ProxyFuture};
 use crate::server::{self, Identity};
 use tool_defs::Tool;
 
@@ -589,7 +589,12 @@ impl Proxy for Tools {
 
     fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture {
         let agent = self.0.clone();
-        Box::pin(async move { Ok(agent.call(index, arguments).await) })
+        Box::pin(async move {
+            Ok(Proxied {
+                result: agent.call(index, arguments).await,
+                upstream: None,
+            })
+        })
     }
 }
 

@@ -29,7 +29,7 @@ use crate::metrics::outcome::Outcome;
 use crate::protocol::mcp;
 use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
-use crate::server::proxy::{ProxiedTool, Proxy, ProxyError, ProxyFuture};
+use crate::server::proxy::{Proxied, ProxiedTool, Proxy, ProxyError, ProxyFuture};
 use crate::transport::net::Trust;
 use crate::transport::url::parse_url;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
@@ -227,7 +227,7 @@ impl Default for UpstreamTls {
 struct Job {
     tool: usize,
     arguments: Option<Bytes>,
-    reply: oneshot::Sender<Result<Bytes, ProxyError>>,
+    reply: oneshot::Sender<Result<Proxied, ProxyError>>,
 }
 
 /// A started upstream: what the gateway lists for it.
@@ -603,7 +603,7 @@ trait Upstream {
         &'a self,
         tool: usize,
         arguments: Option<&'a [u8]>,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + 'a>>;
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>>;
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
     /// Opens a session now (within the call timeout), so the first call does not wait for it.
     fn warm(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
@@ -712,9 +712,10 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
         &'a self,
         tool: usize,
         arguments: Option<&'a [u8]>,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + 'a>> {
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>> {
         Box::pin(async move {
             let mut s = self.checkout().await;
+            let sent = Instant::now();
             let r = match tokio::time::timeout(self.timeout, self.exchange(&mut s, tool, arguments))
                 .await
             {
@@ -726,7 +727,10 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                 }
             };
             self.checkin(s);
-            r
+            r.map(|result| Proxied {
+                result,
+                upstream: Some(sent.elapsed()),
+            })
         })
     }
 

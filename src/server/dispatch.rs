@@ -38,6 +38,7 @@ use super::context::{Io, Peer};
 use super::fixture_methods;
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
+use super::proxy::Proxied;
 use super::tools::{Progress, Tool, ToolKind};
 use super::trace_recorder::{Seen, call_params, list_params};
 use super::wire::{
@@ -469,7 +470,10 @@ impl State {
         if let (ToolKind::Proxied(i), Some(proxy)) = (tool.kind, &self.config.proxy) {
             let upstream_modern = proxy.modern(i as usize);
             return match proxy.call(i as usize, call.arguments.clone()).await {
-                Ok(result) => {
+                Ok(Proxied { result, upstream }) => {
+                    if let Some(d) = upstream {
+                        super::proxy::note_upstream(d);
+                    }
                     let outcome = if super::proxy::is_tool_error(&result) {
                         Invocation::ToolError
                     } else {

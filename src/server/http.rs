@@ -12,10 +12,11 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::sync::mpsc;
 
@@ -23,6 +24,7 @@ use super::body::{Body, SseStream, write_event};
 use super::context::Io;
 use super::dispatch::{Pending, on_notification, on_response};
 use super::policy::Auth;
+use super::proxy::timed;
 use super::response::{
     SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
     respond, sse, too_many, unauthorized, unavailable,
@@ -126,12 +128,16 @@ enum Route {
     Seen,
 }
 
+/// The gateway's split of a proxied request's time (`upstream;dur=…, gateway;dur=…`, in ms).
+const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+
 /// Handles one HTTP request to the server.
 pub(crate) async fn handle(
     state: &Arc<State>,
     req: Request<Incoming>,
     cert_names: Option<&[String]>,
 ) -> Result<Response<Body>, Infallible> {
+    let start = Instant::now();
     let c = &state.config;
     let path = req.uri().path();
     let route = if path == c.path {
@@ -170,6 +176,14 @@ pub(crate) async fn handle(
     // request instead; docs/reference-server.md, "Many sessions").
     Ok(match route {
         Route::Mcp => match *req.method() {
+            Method::POST if c.proxy.is_some() => {
+                // A gateway says how much of the time was upstream (`Server-Timing`).
+                let (mut r, timing) = Box::pin(timed(start, post(state, req, tenant))).await;
+                if let Some(v) = timing.and_then(|t| HeaderValue::from_str(&t).ok()) {
+                    r.headers_mut().insert(SERVER_TIMING, v);
+                }
+                r
+            }
             Method::POST => Box::pin(post(state, req, tenant)).await,
             Method::DELETE => delete(state, &req, tenant),
             Method::GET => resume(state, &req, tenant),

@@ -8,8 +8,10 @@
 //! addresses or traces); the detail goes to the server's log under the same reference.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -42,7 +44,52 @@ pub enum ProxyError {
     Unavailable { detail: String },
 }
 
-pub type ProxyFuture = Pin<Box<dyn Future<Output = Result<Bytes, ProxyError>> + Send>>;
+/// A proxied call's answer.
+#[derive(Debug, Clone)]
+pub struct Proxied {
+    /// The raw `result` object.
+    pub result: Bytes,
+    /// How long the upstream exchange took (on the wire, from the send to the answer; not the
+    /// wait for a free pooled session), when there is an upstream.
+    pub upstream: Option<Duration>,
+}
+
+pub type ProxyFuture = Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + Send>>;
+
+tokio::task_local! {
+    /// Time spent upstream by the proxied calls of the request being served.
+    static UPSTREAM: Cell<Option<Duration>>;
+}
+
+/// Adds `d` to the upstream time of the request being served (within [`timed`]).
+pub(crate) fn note_upstream(d: Duration) {
+    let _ = UPSTREAM.try_with(|u| u.set(Some(u.get().unwrap_or_default() + d)));
+}
+
+/// Runs a request's handling and returns, beside its output, the `Server-Timing` value that
+/// splits its time: `upstream` (the proxied calls' time on the wire, [`note_upstream`]) and
+/// `gateway` (the rest, from `start` to now). `None` when no upstream call was made.
+pub(crate) async fn timed<T>(start: Instant, work: impl Future<Output = T>) -> (T, Option<String>) {
+    UPSTREAM
+        .scope(Cell::new(None), async move {
+            let out = work.await;
+            let timing = UPSTREAM
+                .with(Cell::get)
+                .map(|up| server_timing(up, start.elapsed()));
+            (out, timing)
+        })
+        .await
+}
+
+/// `upstream;dur=U, gateway;dur=G` in milliseconds (microsecond precision), G = total − U.
+fn server_timing(upstream: Duration, total: Duration) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "upstream;dur={:.3}, gateway;dur={:.3}",
+        ms(upstream),
+        ms(total.saturating_sub(upstream))
+    )
+}
 
 /// The upstreams behind a gateway.
 pub trait Proxy: Send + Sync + std::fmt::Debug {
@@ -157,6 +204,24 @@ mod tests {
         assert!(is_tool_error(br#"{"isError" :  true, "content":[]}"#));
         assert!(!is_tool_error(br#"{"isError": false}"#));
         assert!(!is_tool_error(old));
+    }
+
+    #[tokio::test]
+    async fn server_timing_splits_upstream_and_gateway_time() {
+        let start = Instant::now() - Duration::from_millis(5);
+        let ((), none) = timed(start, async {}).await;
+        assert_eq!(none, None, "no upstream call, no header");
+        let ((), t) = timed(start, async {
+            note_upstream(Duration::from_micros(1500));
+            note_upstream(Duration::from_micros(500));
+        })
+        .await;
+        let t = t.unwrap();
+        let (up, gw) = t.split_once(", ").unwrap();
+        assert_eq!(up, "upstream;dur=2.000");
+        let gw: f64 = gw.strip_prefix("gateway;dur=").unwrap().parse().unwrap();
+        assert!((3.0..1000.0).contains(&gw), "{t}");
+        note_upstream(Duration::from_secs(1)); // outside a request: ignored, no panic
     }
 
     #[test]
