@@ -441,6 +441,37 @@ fn server_timing_splits_upstream_from_gateway_time() {
     );
 }
 
+/// A client that asks for progress gets the upstream's progress through the gateway, as it
+/// comes, under its own token: 3 notifications and the response per call, for clients of both
+/// eras.
+#[test]
+fn upstream_progress_reaches_the_client() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let gw = gateway(&[format!("ref=http://{}/mcp", up.mcp_addr)], None, None);
+    for protocol in ["2025-11-25", "2026-07-28"] {
+        let dir = scratch();
+        let text = format!(
+            "name = \"progress\"\n[target]\nurl = \"http://{}/mcp\"\nprotocol = \"{protocol}\"\n[load]\nconcurrency = 2\nrequests = 20\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"ref__progress\"\nprogress = true\narguments = {{ steps = 3, interval_ms = 5 }}\n",
+            gw.mcp_addr
+        );
+        let out = run_in(&text, dir.path()).expect("the run finishes");
+        let o = op(&out.summary, "tools/call:ref__progress");
+        assert_eq!(o.outcomes.ok, 20, "{protocol}: {:?}", o.outcomes);
+        assert_eq!(o.streamed, 20, "{protocol}: every call streamed");
+        assert_eq!(
+            o.events,
+            20 * 4,
+            "{protocol}: the upstream's 3 progress notifications and the response per call"
+        );
+        let first = o.first_event.as_ref().expect("time to first event");
+        let latency = o.latency.as_ref().expect("latency");
+        assert!(
+            first.p50_ms < latency.p50_ms,
+            "{protocol}: progress arrives before the result, not with it"
+        );
+    }
+}
+
 /// A token endpoint: checks the client credentials grant, then issues `t-0`, `t-1`, … (valid
 /// for one second), except that its third token (the second user's first) is one the server
 /// does not know.

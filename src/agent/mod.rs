@@ -41,7 +41,7 @@ use crate::protocol::version::Revision;
 use crate::report::compare::{self, Verdict};
 use crate::report::read_back::RunFiles;
 use crate::scenario::plan::Scheme;
-use crate::server::proxy::{Proxied, ProxiedTool, Proxy, ProxyFuture};
+use crate::server::proxy::{ProgressRelay, Proxied, ProxiedTool, Proxy, ProxyFuture};
 use crate::server::{self, Identity};
 use tool_defs::Tool;
 
@@ -587,7 +587,13 @@ impl Proxy for Tools {
         true
     }
 
-    fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture {
+    /// The agent's tools send no progress.
+    fn call(
+        &self,
+        index: usize,
+        arguments: Option<Bytes>,
+        _: Option<ProgressRelay>,
+    ) -> ProxyFuture {
         let agent = self.0.clone();
         Box::pin(async move {
             Ok(Proxied {

@@ -29,7 +29,7 @@ use crate::metrics::outcome::Outcome;
 use crate::protocol::mcp;
 use crate::protocol::version::ProtocolChoice;
 use crate::protocol::version::Revision;
-use crate::server::proxy::{Proxied, ProxiedTool, Proxy, ProxyError, ProxyFuture};
+use crate::server::proxy::{ProgressRelay, Proxied, ProxiedTool, Proxy, ProxyError, ProxyFuture};
 use crate::transport::net::Trust;
 use crate::transport::url::parse_url;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
@@ -227,6 +227,7 @@ impl Default for UpstreamTls {
 struct Job {
     tool: usize,
     arguments: Option<Bytes>,
+    progress: Option<ProgressRelay>,
     reply: oneshot::Sender<Result<Proxied, ProxyError>>,
 }
 
@@ -456,11 +457,17 @@ impl Proxy for Gateway {
         self.tools.get(index).is_some_and(|t| t.modern)
     }
 
-    fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture {
+    fn call(
+        &self,
+        index: usize,
+        arguments: Option<Bytes>,
+        progress: Option<ProgressRelay>,
+    ) -> ProxyFuture {
         let (reply, answer) = oneshot::channel();
         let job = Job {
             tool: index,
             arguments,
+            progress,
             reply,
         };
         // This thread's lane if it has one (no other thread woken), else a lane thread.
@@ -567,7 +574,9 @@ async fn lane(
         };
         let p = pools[*upstream].clone();
         tokio::task::spawn_local(async move {
-            let result = p.call(job.tool, job.arguments.as_deref()).await;
+            let result = p
+                .call(job.tool, job.arguments.as_deref(), job.progress)
+                .await;
             let _ = job.reply.send(result);
         });
     }
@@ -603,6 +612,7 @@ trait Upstream {
         &'a self,
         tool: usize,
         arguments: Option<&'a [u8]>,
+        progress: Option<ProgressRelay>,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>>;
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
     /// Opens a session now (within the call timeout), so the first call does not wait for it.
@@ -658,6 +668,7 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
         s: &mut S,
         tool: usize,
         arguments: Option<&[u8]>,
+        progress: bool,
     ) -> Result<Bytes, ProxyError> {
         let spec = &self.calls[tool];
         let name = spec.name.as_deref().unwrap_or_default();
@@ -677,7 +688,7 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
             let rev = s.revision().unwrap_or(Revision::LATEST_HANDSHAKE);
             let reply = s
                 .call(spec, |out, id| {
-                    mcp::write_tools_call(out, id, rev, name, arguments)
+                    mcp::write_tools_call(out, id, rev, name, arguments, progress)
                 })
                 .await;
             if reply.session_expired && attempt == 0 {
@@ -712,13 +723,19 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
         &'a self,
         tool: usize,
         arguments: Option<&'a [u8]>,
+        progress: Option<ProgressRelay>,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>> {
         Box::pin(async move {
             let mut s = self.checkout().await;
             let sent = Instant::now();
-            let r = match tokio::time::timeout(self.timeout, self.exchange(&mut s, tool, arguments))
-                .await
-            {
+            let asks = progress.is_some();
+            if let Some(relay) = progress {
+                s.set_notification_hook(Some(Box::new(move |m: &[u8]| {
+                    relay.relay(m);
+                })));
+            }
+            let exchange = self.exchange(&mut s, tool, arguments, asks);
+            let r = match tokio::time::timeout(self.timeout, exchange).await {
                 Ok(r) => r,
                 Err(_) => {
                     // What the upstream still owes on this session would answer nobody.
@@ -726,6 +743,9 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                     Err(ProxyError::Timeout)
                 }
             };
+            if asks {
+                s.set_notification_hook(None);
+            }
             self.checkin(s);
             r.map(|result| Proxied {
                 result,

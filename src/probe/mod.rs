@@ -163,7 +163,7 @@ pub(crate) fn endpoint(o: &ProbeOptions) -> Result<Endpoint, ProbeError> {
 /// A `tools/call` request body.
 pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, rev: Revision, name: &str, args: &Value) {
     let args = serde_json::to_vec(args).unwrap_or_else(|_| b"{}".to_vec());
-    mcp::write_tools_call(out, id, rev, name, Some(&args));
+    mcp::write_tools_call(out, id, rev, name, Some(&args), false);
 }
 
 fn ms(d: Duration) -> String {

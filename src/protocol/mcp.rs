@@ -59,6 +59,7 @@ pub fn write_tools_call(
     rev: Revision,
     name: &str,
     arguments: Option<&[u8]>,
+    progress: bool,
 ) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"#);
     write_json_str(out, name);
@@ -68,7 +69,11 @@ pub fn write_tools_call(
     }
     if !rev.has_handshake() {
         out.push(b',');
-        write_modern_meta(out, rev, None);
+        write_modern_meta(out, rev, progress.then_some(id));
+    } else if progress {
+        out.extend_from_slice(br#","_meta":{"progressToken":"#);
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        out.push(b'}');
     }
     out.push(b'}');
     id_tail(out, id);

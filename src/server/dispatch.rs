@@ -38,7 +38,7 @@ use super::context::{Io, Peer};
 use super::fixture_methods;
 use super::fixtures::{self, CallContext, Fixture};
 use super::peer::ClientCaps;
-use super::proxy::Proxied;
+use super::proxy::{ProgressRelay, Proxied};
 use super::tools::{Progress, Tool, ToolKind};
 use super::trace_recorder::{Seen, call_params, list_params};
 use super::wire::{
@@ -371,7 +371,8 @@ impl State {
                     }
                 };
                 let (streams, fixture) = match (tool.kind, fixture_of(tool.kind)) {
-                    (ToolKind::Progress, _) => (progress.is_some(), None),
+                    // A proxied call relays the upstream's progress as it comes.
+                    (ToolKind::Progress | ToolKind::Proxied(_), _) => (progress.is_some(), None),
                     (_, Some(f)) => {
                         let ctx = CallContext::new(f, rev, frame, peer, params);
                         if modern && let Some(r) = f.refusal(&ctx) {
@@ -469,7 +470,14 @@ impl State {
     ) -> (Vec<u8>, Invocation) {
         if let (ToolKind::Proxied(i), Some(proxy)) = (tool.kind, &self.config.proxy) {
             let upstream_modern = proxy.modern(i as usize);
-            return match proxy.call(i as usize, call.arguments.clone()).await {
+            let relay = match (io.sink, &call.progress) {
+                (Some(sink), Some(token)) => Some(ProgressRelay {
+                    token: token.clone(),
+                    sink: sink.clone(),
+                }),
+                _ => None,
+            };
+            return match proxy.call(i as usize, call.arguments.clone(), relay).await {
                 Ok(Proxied { result, upstream }) => {
                     if let Some(d) = upstream {
                         super::proxy::note_upstream(d);

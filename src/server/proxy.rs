@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::wire::MODERN_RESULT_TAIL;
 use crate::protocol::jsonrpc::code;
@@ -55,6 +56,64 @@ pub struct Proxied {
 }
 
 pub type ProxyFuture = Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + Send>>;
+
+/// Where a proxied call's progress goes: the client asked for progress with `token` (raw JSON,
+/// a string or an integer), and its response stream takes notifications through `sink`.
+#[derive(Debug, Clone)]
+pub struct ProgressRelay {
+    pub token: Bytes,
+    pub sink: mpsc::Sender<Bytes>,
+}
+
+impl ProgressRelay {
+    /// Relays an upstream notification if it is `notifications/progress`: the same progress,
+    /// total and message under the client's token. A client stream that is full or gone does
+    /// not hold up the call (progress is advisory); whether it was sent.
+    pub fn relay(&self, upstream: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Notification<'a> {
+            #[serde(borrow)]
+            method: Cow<'a, str>,
+            #[serde(borrow)]
+            params: Option<&'a serde_json::value::RawValue>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            progress: f64,
+            total: Option<f64>,
+            #[serde(borrow)]
+            message: Option<Cow<'a, str>>,
+        }
+        let Ok(n) = serde_json::from_slice::<Notification<'_>>(upstream) else {
+            return false;
+        };
+        let Some(p) = n.params.filter(|_| n.method == "notifications/progress") else {
+            return false;
+        };
+        let Ok(p) = serde_json::from_str::<Params<'_>>(p.get()) else {
+            return false;
+        };
+        let mut out = Vec::with_capacity(128 + self.token.len());
+        out.extend_from_slice(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#,
+        );
+        out.extend_from_slice(&self.token);
+        let number = |out: &mut Vec<u8>, key: &[u8], v: f64| {
+            out.extend_from_slice(key);
+            out.extend_from_slice(Value::from(v).to_string().as_bytes());
+        };
+        number(&mut out, br#","progress":"#, p.progress);
+        if let Some(t) = p.total {
+            number(&mut out, br#","total":"#, t);
+        }
+        if let Some(m) = p.message {
+            out.extend_from_slice(br#","message":"#);
+            out.extend_from_slice(Value::from(m.as_ref()).to_string().as_bytes());
+        }
+        out.extend_from_slice(b"}}");
+        self.sink.try_send(Bytes::from(out)).is_ok()
+    }
+}
 
 tokio::task_local! {
     /// Time spent upstream by the proxied calls of the request being served.
@@ -98,8 +157,14 @@ pub trait Proxy: Send + Sync + std::fmt::Debug {
     /// Whether the upstream of tool `index` speaks 2026-07-28.
     fn modern(&self, index: usize) -> bool;
     /// Calls tool `index` of [`tools`](Self::tools) with raw JSON `arguments`; the raw
-    /// `result` object.
-    fn call(&self, index: usize, arguments: Option<Bytes>) -> ProxyFuture;
+    /// `result` object. With `progress`, the upstream is asked for progress and what it sends
+    /// is relayed to the client as it arrives.
+    fn call(
+        &self,
+        index: usize,
+        arguments: Option<Bytes>,
+        progress: Option<ProgressRelay>,
+    ) -> ProxyFuture;
     /// The upstream client work of the calling thread, to run (on a `LocalSet`) on every
     /// thread of a server of current-thread runtimes: calls made on that thread then stay on
     /// it (no hand-over to another thread, no wake-up of one). `None`: calls go elsewhere.
@@ -222,6 +287,27 @@ mod tests {
         let gw: f64 = gw.strip_prefix("gateway;dur=").unwrap().parse().unwrap();
         assert!((3.0..1000.0).contains(&gw), "{t}");
         note_upstream(Duration::from_secs(1)); // outside a request: ignored, no panic
+    }
+
+    #[test]
+    fn progress_is_relayed_under_the_clients_token() {
+        let (sink, mut rx) = mpsc::channel(4);
+        let relay = ProgressRelay {
+            token: Bytes::from_static(br#""client-7""#),
+            sink,
+        };
+        assert!(relay.relay(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":12,"progress":2,"total":5,"message":"two \"of\" five"}}"#
+        ));
+        let v: Value = serde_json::from_slice(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(v["method"], "notifications/progress");
+        assert_eq!(v["params"]["progressToken"], "client-7");
+        assert_eq!(v["params"]["progress"], 2.0);
+        assert_eq!(v["params"]["total"], 5.0);
+        assert_eq!(v["params"]["message"], "two \"of\" five");
+        assert!(!relay.relay(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#));
+        assert!(!relay.relay(b"not json"));
+        assert!(rx.try_recv().is_err(), "only progress is relayed");
     }
 
     #[test]

@@ -288,6 +288,10 @@ impl Reply {
     }
 }
 
+/// Receives the raw bytes of each notification that arrives on a request's stream before its
+/// response ([`Session::set_notification_hook`]).
+pub type NotificationHook = Box<dyn FnMut(&[u8])>;
+
 /// One MCP session on some transport.
 ///
 /// A session is opened (`initialize` + `notifications/initialized`, or `server/discover` for
@@ -346,6 +350,10 @@ pub trait Session {
     /// Sends `Authorization: Bearer <token>` on every request from now on (a token of this
     /// user's own, e.g. from OAuth); `None` stops. Only Streamable HTTP sessions carry one.
     fn set_bearer(&mut self, _token: Option<&str>) {}
+    /// Hands every notification that arrives on a request's response stream to `hook` from now
+    /// on (`None` stops): what a gateway relays to its own client. Streamable HTTP sessions
+    /// do; the multiplexed transports (stdio, WebSocket, legacy SSE) ignore it.
+    fn set_notification_hook(&mut self, _hook: Option<NotificationHook>) {}
     /// Traffic the session's connections could not attribute (responses to no request in
     /// flight, late responses) and server requests answered, since the last take.
     fn take_stats(&mut self) -> TransportCounts {

@@ -31,7 +31,9 @@ use super::mux::OpenLatch;
 use super::net::{self, Stream};
 use super::spare;
 use super::sse_decoder::SseDecoder;
-use super::{CallSpec, Endpoint, Reply, Session, discover_supports, negotiated_revision};
+use super::{
+    CallSpec, Endpoint, NotificationHook, Reply, Session, discover_supports, negotiated_revision,
+};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::TransportCounts;
 use crate::protocol::mcp;
@@ -92,6 +94,8 @@ pub struct HttpSession {
     /// buffer goes back as soon as it is sent. (A session that never rests keeps its buffers,
     /// and its hot path stays as it was.)
     rests: bool,
+    /// Where notifications on a response stream go (`Session::set_notification_hook`).
+    hook: Option<NotificationHook>,
 }
 
 /// One MCP session shared by the virtual users of a worker thread over Streamable HTTP.
@@ -156,6 +160,7 @@ impl HttpSession {
             parked: Vec::new(),
             lane: None,
             rests: false,
+            hook: None,
         };
         s.parked.resize_with(s.ep.replicas.len(), || None);
         s.render_head();
@@ -621,5 +626,9 @@ impl Session for HttpSession {
     fn set_bearer(&mut self, token: Option<&str>) {
         self.bearer = token.map(str::to_string);
         self.render_head();
+    }
+
+    fn set_notification_hook(&mut self, hook: Option<NotificationHook>) {
+        self.hook = hook;
     }
 }

@@ -13,7 +13,7 @@ use crate::protocol::{jsonrpc, mcp};
 use crate::transport::http1_client::{Captured, ContentKind, Http1Conn, HttpError};
 use crate::transport::net::{self, Stream};
 use crate::transport::sse_decoder::SseDecoder;
-use crate::transport::{Endpoint, Reply, classify};
+use crate::transport::{Endpoint, NotificationHook, Reply, classify};
 
 /// Resumptions (GET with Last-Event-ID) of one response stream, at most.
 const MAX_RESUMES: u32 = 3;
@@ -39,9 +39,9 @@ impl HttpSession {
                 &mut self.sse,
                 &mut self.resp,
                 &mut self.answer,
-                self.ep.codec,
-                id,
+                (self.ep.codec, id),
                 &mut progress,
+                &mut self.hook,
             )
             .await;
             match part {
@@ -138,9 +138,9 @@ async fn read_sse_part(
     sse: &mut SseDecoder,
     resp: &mut Vec<u8>,
     answer: &mut Vec<u8>,
-    codec: jsonrpc::Codec,
-    id: u64,
+    (codec, id): (jsonrpc::Codec, u64),
     progress: &mut SseProgress,
+    hook: &mut Option<NotificationHook>,
 ) -> SsePart {
     let mut found: Option<Outcome> = None;
     let mut server_request = None;
@@ -155,12 +155,18 @@ async fn read_sse_part(
             server_request = Some(mcp::answer_server_request(answer, rid, method));
             return ControlFlow::Break(());
         }
+        let notification = matches!(decoded, Ok(jsonrpc::Incoming::Notification { .. }));
         match classify(decoded, id) {
             Some(o) => {
                 found = Some(o);
                 ControlFlow::Break(())
             }
-            None => ControlFlow::Continue(()),
+            None => {
+                if notification && let Some(h) = hook.as_mut() {
+                    h(resp);
+                }
+                ControlFlow::Continue(())
+            }
         }
     };
     // What the last break left of a chunk comes first (the decoder kept it).
