@@ -14,6 +14,9 @@
 #   socat         a TCP relay (no MCP at all): the floor of one extra loopback hop
 #   supergateway  npm supergateway 4.0.0 (interop/setup.sh), stdio server → Streamable HTTP;
 #                 "direct" is then the stdio server itself
+#   mcp-proxy-rs  crate mcp-proxy 0.6.0 (joshrotenberg/mcp-proxy, Rust on tower-mcp), HTTP → HTTP,
+#                 tools as ref__<tool>, endpoint at /; built once into .cache/bench-bin/ by
+#                 cargo install
 #   mcp-proxy     PyPI mcp-proxy 0.13.0 with mcp 1.30.0, stdio server → Streamable HTTP
 #   contextforge  PyPI mcp-contextforge-gateway 1.1.0 (Python 3.12), the upstream registered
 #                 as a gateway and exposed by a virtual server, tools as ref-<tool>, JWT auth
@@ -22,7 +25,7 @@
 # told. Machine: see the env note in the output.
 source "$(dirname "$0")/common.sh"
 ROOT=$(pwd)
-GATEWAYS=${GATEWAYS:-"reference socat supergateway mcp-proxy contextforge"}
+GATEWAYS=${GATEWAYS:-"reference socat mcp-proxy-rs supergateway mcp-proxy contextforge"}
 MODE=${MODE:-ab}
 SLICE=${SLICE:-2s}
 PAIRS=${PAIRS:-5}
@@ -152,6 +155,34 @@ tool_prefix = \"ref__\"" "http://127.0.0.1:$UP_PORT/mcp"
       measure socat "socat TCP relay (floor of one hop)" "$HTTP_DIRECT" \
         "url = \"http://127.0.0.1:$P/mcp\"" "http://127.0.0.1:$UP_PORT/mcp"
       ;;
+    mcp-proxy-rs)
+      MPR="$ROOT/.cache/bench-bin/mcp-proxy-rs"
+      if [ ! -x "$MPR/bin/mcp-proxy" ]; then
+        echo "mcp-proxy-rs: building crate mcp-proxy 0.6.0 (once, a few minutes)" >&2
+        cargo install -q mcp-proxy --version 0.6.0 --locked --root "$MPR" \
+          || { echo "mcp-proxy-rs: cargo install failed, skipped" >&2; continue; }
+      fi
+      P=$(free_port)
+      cat > "$WORK/mcp-proxy-rs-config.toml" <<EOF
+[proxy]
+name = "bench"
+separator = "__"
+[proxy.listen]
+host = "127.0.0.1"
+port = $P
+[[backends]]
+name = "ref"
+transport = "http"
+url = "http://127.0.0.1:$UP_PORT/mcp"
+EOF
+      # Its log at warn: by default it logs every request at debug, a cost no deployment keeps.
+      RUST_LOG=warn "$MPR/bin/mcp-proxy" --config "$WORK/mcp-proxy-rs-config.toml" \
+        > "$WORK/mcp-proxy-rs-server.log" 2>&1 &
+      PIDS+=($!); wait_port "$P"
+      measure mcp-proxy-rs "mcp-proxy 0.6.0 (Rust, tower-mcp; HTTP→HTTP)" "$HTTP_DIRECT" \
+        "url = \"http://127.0.0.1:$P/\"
+tool_prefix = \"ref__\"" "http://127.0.0.1:$UP_PORT/mcp"
+      ;;
     supergateway)
       SG="$ROOT/interop/node_modules/.bin/supergateway"
       [ -x "$SG" ] || { echo "supergateway: run interop/setup.sh first, skipped" >&2; continue; }
@@ -239,7 +270,7 @@ if [ "$MODE" = probe ]; then
 fi
 
 {
-  echo "Gateways on $(nproc) cores ($(uname -m), $(date -u +%F)), echo over Streamable HTTP JSON, slices of $SLICE × $PAIRS pairs, one generator thread"
+  echo "Gateways on $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(date -u +%F)), echo over Streamable HTTP JSON, slices of $SLICE × $PAIRS pairs, one generator thread"
   echo
   echo "| gateway | c=1 added p50 | c=1 added p99 | c=1 throughput | c=32 added p50 | c=32 added p99 | c=32 throughput |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
