@@ -443,32 +443,45 @@ fn server_timing_splits_upstream_from_gateway_time() {
 
 /// A client that asks for progress gets the upstream's progress through the gateway, as it
 /// comes, under its own token: 3 notifications and the response per call, for clients of both
-/// eras.
+/// eras, from upstreams over every transport.
 #[test]
 fn upstream_progress_reaches_the_client() {
     let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
-    let gw = gateway(&[format!("ref=http://{}/mcp", up.mcp_addr)], None, None);
+    let a = up.mcp_addr;
+    let gw = gateway(
+        &[
+            format!("h=http://{a}/mcp"),
+            format!("sse=sse+http://{a}/sse"),
+            format!("ws=ws://{a}/ws"),
+            format!("io=stdio:{} serve --stdio", exe()),
+        ],
+        None,
+        None,
+    );
     for protocol in ["2025-11-25", "2026-07-28"] {
-        let dir = scratch();
-        let text = format!(
-            "name = \"progress\"\n[target]\nurl = \"http://{}/mcp\"\nprotocol = \"{protocol}\"\n[load]\nconcurrency = 2\nrequests = 20\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"ref__progress\"\nprogress = true\narguments = {{ steps = 3, interval_ms = 5 }}\n",
-            gw.mcp_addr
-        );
-        let out = run_in(&text, dir.path()).expect("the run finishes");
-        let o = op(&out.summary, "tools/call:ref__progress");
-        assert_eq!(o.outcomes.ok, 20, "{protocol}: {:?}", o.outcomes);
-        assert_eq!(o.streamed, 20, "{protocol}: every call streamed");
-        assert_eq!(
-            o.events,
-            20 * 4,
-            "{protocol}: the upstream's 3 progress notifications and the response per call"
-        );
-        let first = o.first_event.as_ref().expect("time to first event");
-        let latency = o.latency.as_ref().expect("latency");
-        assert!(
-            first.p50_ms < latency.p50_ms,
-            "{protocol}: progress arrives before the result, not with it"
-        );
+        for upstream in ["h", "sse", "ws", "io"] {
+            let dir = scratch();
+            let text = format!(
+                "name = \"progress\"\n[target]\nurl = \"http://{}/mcp\"\nprotocol = \"{protocol}\"\n[load]\nconcurrency = 2\nrequests = 12\ntimeout = \"5s\"\n[[workload]]\nmethod = \"tools/call\"\ntool = \"{upstream}__progress\"\nprogress = true\narguments = {{ steps = 3, interval_ms = 5 }}\n",
+                gw.mcp_addr
+            );
+            let out = run_in(&text, dir.path()).expect("the run finishes");
+            let o = op(&out.summary, &format!("tools/call:{upstream}__progress"));
+            let at = format!("{protocol}, upstream {upstream}");
+            assert_eq!(o.outcomes.ok, 12, "{at}: {:?}", o.outcomes);
+            assert_eq!(o.streamed, 12, "{at}: every call streamed");
+            assert_eq!(
+                o.events,
+                12 * 4,
+                "{at}: the upstream's 3 progress notifications and the response per call"
+            );
+            let first = o.first_event.as_ref().expect("time to first event");
+            let latency = o.latency.as_ref().expect("latency");
+            assert!(
+                first.p50_ms < latency.p50_ms,
+                "{at}: progress arrives before the result, not with it"
+            );
+        }
     }
 }
 

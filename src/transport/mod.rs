@@ -350,9 +350,10 @@ pub trait Session {
     /// Sends `Authorization: Bearer <token>` on every request from now on (a token of this
     /// user's own, e.g. from OAuth); `None` stops. Only Streamable HTTP sessions carry one.
     fn set_bearer(&mut self, _token: Option<&str>) {}
-    /// Hands every notification that arrives on a request's response stream to `hook` from now
-    /// on (`None` stops): what a gateway relays to its own client. Streamable HTTP sessions
-    /// do; the multiplexed transports (stdio, WebSocket, legacy SSE) ignore it.
+    /// Hands the notifications of this session's requests to `hook` from now on (`None`
+    /// stops): what a gateway relays to its own client. Streamable HTTP: every notification on
+    /// a request's response stream; the multiplexed transports (stdio, WebSocket, legacy SSE):
+    /// the progress notifications whose token is the request's id.
     fn set_notification_hook(&mut self, _hook: Option<NotificationHook>) {}
     /// Traffic the session's connections could not attribute (responses to no request in
     /// flight, late responses) and server requests answered, since the last take.

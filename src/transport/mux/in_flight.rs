@@ -4,6 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
+use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
@@ -12,7 +13,10 @@ use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::TransportCounts;
 use crate::protocol::jsonrpc::{self, Codec, DecodeError, IdRef, Incoming};
 use crate::protocol::mcp;
-use crate::transport::Reply;
+use crate::transport::{NotificationHook, Reply};
+
+/// A caller's notification hook, shared with the connection while its request is in flight.
+pub type SharedHook = Rc<RefCell<NotificationHook>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum State {
@@ -57,6 +61,18 @@ pub struct Mux {
     /// duplicate answer (written on timeouts only, read on unmatched answers only).
     abandoned: RefCell<[u64; ABANDONED]>,
     abandoned_next: Cell<usize>,
+    /// Requests whose progress notifications go to a hook (a gateway relaying progress):
+    /// rare, so a list searched by id; empty under load, where nothing is copied.
+    hooks: HookList,
+}
+
+#[derive(Default)]
+struct HookList(RefCell<Vec<(u64, SharedHook)>>);
+
+impl std::fmt::Debug for HookList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} hooked", self.0.borrow().len())
+    }
 }
 
 /// Ids remembered as abandoned, per connection.
@@ -80,7 +96,18 @@ impl Mux {
             last: RefCell::new(Vec::new()),
             abandoned: RefCell::new([0; ABANDONED]),
             abandoned_next: Cell::new(0),
+            hooks: HookList::default(),
         }
+    }
+
+    /// Hands the progress notifications of request `id` to `hook` until [`unhook`](Self::unhook).
+    pub fn hook(&self, id: u64, hook: SharedHook) {
+        self.hooks.0.borrow_mut().push((id, hook));
+    }
+
+    /// Stops handing request `id`'s notifications to its hook.
+    pub fn unhook(&self, id: u64) {
+        self.hooks.0.borrow_mut().retain(|(i, _)| *i != id);
     }
 
     pub fn stats(&self) -> TransportCounts {
@@ -241,6 +268,9 @@ impl Mux {
         // Copied before decoding: simd-json decodes in place. Only while keeping (the
         // handshake, preflight), never under load.
         let original = self.keep.get().then(|| msg.to_vec());
+        // The same for a hook's notification (hooks are rare: a relaying gateway's calls).
+        let hooked =
+            (original.is_none() && !self.hooks.0.borrow().is_empty()).then(|| msg.to_vec());
         let response = match jsonrpc::decode(self.codec, msg) {
             Ok(Incoming::Result {
                 id: IdRef::Num(n),
@@ -295,8 +325,19 @@ impl Mux {
                 }
             }
             None => {
-                if let Some(t) = jsonrpc::progress_token(msg) {
+                let raw = original.as_deref().or(hooked.as_deref());
+                if let Some(t) = jsonrpc::progress_token(raw.unwrap_or(msg)) {
                     self.progress(t);
+                    let hook = self
+                        .hooks
+                        .0
+                        .borrow()
+                        .iter()
+                        .find(|(i, _)| *i == t)
+                        .map(|(_, h)| h.clone());
+                    if let (Some(h), Some(raw)) = (hook, raw) {
+                        (h.borrow_mut())(raw);
+                    }
                 }
             }
         }

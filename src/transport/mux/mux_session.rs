@@ -10,13 +10,13 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use super::combining_writer::Outbound;
-use super::in_flight::{Mux, call, exchange};
+use super::in_flight::{Mux, SharedHook, call, exchange};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::TransportCounts;
 use crate::protocol::mcp;
 use crate::protocol::version::Revision;
 use crate::transport::{
-    CallSpec, Endpoint, Reply, Session, discover_supports, negotiated_revision,
+    CallSpec, Endpoint, NotificationHook, Reply, Session, discover_supports, negotiated_revision,
 };
 
 /// Shared state for a connection opened by several virtual users (shared session mode): who
@@ -175,6 +175,8 @@ pub struct MuxSession<C: Connector> {
     buf: Vec<u8>,
     /// Counters of connections this session has let go of, not yet taken.
     retired: TransportCounts,
+    /// Where this session's progress notifications go (`Session::set_notification_hook`).
+    hook: Option<SharedHook>,
 }
 
 impl<C: Connector> std::fmt::Debug for MuxSession<C> {
@@ -198,6 +200,7 @@ impl<C: Connector> MuxSession<C> {
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
             retired: TransportCounts::default(),
+            hook: None,
         }
     }
 
@@ -213,6 +216,7 @@ impl<C: Connector> MuxSession<C> {
             last: Vec::new(),
             buf: Vec::with_capacity(1024),
             retired: TransportCounts::default(),
+            hook: None,
         }
     }
 
@@ -350,6 +354,10 @@ impl<C: Connector> Session for MuxSession<C> {
         };
         // Known before the exchange, so a timeout (which drops it) can still cancel it.
         self.last_id = Some(id);
+        let _unhook = self
+            .hook
+            .as_ref()
+            .map(|h| Unhook::new(&conn.mux, id, h.clone()));
         let reply = exchange(&conn.mux, &conn.out, &mut self.buf, id, write).await;
         if self.keep {
             self.last.clear();
@@ -411,5 +419,29 @@ impl<C: Connector> Session for MuxSession<C> {
     async fn aside(&self) -> Option<String> {
         let conn = self.current()?;
         conn.out.aside().await
+    }
+
+    fn set_notification_hook(&mut self, hook: Option<NotificationHook>) {
+        self.hook = hook.map(|h| Rc::new(RefCell::new(h)));
+    }
+}
+
+/// A request's hook on its connection, taken off when the request ends — answered, failed or
+/// dropped by a timeout.
+struct Unhook<'a> {
+    mux: &'a Mux,
+    id: u64,
+}
+
+impl<'a> Unhook<'a> {
+    fn new(mux: &'a Mux, id: u64, hook: SharedHook) -> Self {
+        mux.hook(id, hook);
+        Unhook { mux, id }
+    }
+}
+
+impl Drop for Unhook<'_> {
+    fn drop(&mut self) {
+        self.mux.unhook(self.id);
     }
 }
