@@ -56,27 +56,29 @@ fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_mcpbench")
 }
 
+/// The reference server behind `up` as four upstreams, one per transport: `h` (Streamable
+/// HTTP), `sse` (legacy HTTP+SSE), `ws` (WebSocket) and `io` (a stdio child on the same backend).
+fn every_transport(up: &EmbeddedServers) -> [String; 4] {
+    let a = up.mcp_addr;
+    [
+        format!("h=http://{a}/mcp"),
+        format!("sse=sse+http://{a}/sse"),
+        format!("ws=ws://{a}/ws"),
+        format!(
+            "io=stdio:{} serve --stdio --backend {}",
+            exe(),
+            up.backend_url
+        ),
+    ]
+}
+
 /// One gateway fronts the same reference server four ways — Streamable HTTP (2026-07-28, found
 /// by probing), legacy HTTP+SSE, WebSocket — and a stdio child; clients of both eras call a tool
 /// of each, and a REST-backed one, through it: every call succeeds.
 #[test]
 fn fronts_upstreams_over_every_transport_for_clients_of_both_eras() {
     let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
-    let a = up.mcp_addr;
-    let gw = gateway(
-        &[
-            format!("h=http://{a}/mcp"),
-            format!("sse=sse+http://{a}/sse"),
-            format!("ws=ws://{a}/ws"),
-            format!(
-                "io=stdio:{} serve --stdio --backend {}",
-                exe(),
-                up.backend_url
-            ),
-        ],
-        None,
-        None,
-    );
+    let gw = gateway(&every_transport(&up), None, None);
     for protocol in ["2025-11-25", "2026-07-28", "2025-03-26"] {
         let dir = scratch();
         let mut text = format!(
@@ -447,17 +449,7 @@ fn server_timing_splits_upstream_from_gateway_time() {
 #[test]
 fn upstream_progress_reaches_the_client() {
     let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
-    let a = up.mcp_addr;
-    let gw = gateway(
-        &[
-            format!("h=http://{a}/mcp"),
-            format!("sse=sse+http://{a}/sse"),
-            format!("ws=ws://{a}/ws"),
-            format!("io=stdio:{} serve --stdio", exe()),
-        ],
-        None,
-        None,
-    );
+    let gw = gateway(&every_transport(&up), None, None);
     for protocol in ["2025-11-25", "2026-07-28"] {
         for upstream in ["h", "sse", "ws", "io"] {
             let dir = scratch();

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::wire::MODERN_RESULT_TAIL;
@@ -75,14 +76,18 @@ impl ProgressRelay {
             #[serde(borrow)]
             method: Cow<'a, str>,
             #[serde(borrow)]
-            params: Option<&'a serde_json::value::RawValue>,
+            params: Option<&'a RawValue>,
         }
+        /// The values as the upstream wrote them (numbers keep their form, the message its
+        /// escapes).
         #[derive(serde::Deserialize)]
         struct Params<'a> {
-            progress: f64,
-            total: Option<f64>,
             #[serde(borrow)]
-            message: Option<Cow<'a, str>>,
+            progress: &'a RawValue,
+            #[serde(borrow)]
+            total: Option<&'a RawValue>,
+            #[serde(borrow)]
+            message: Option<&'a RawValue>,
         }
         let Ok(n) = serde_json::from_slice::<Notification<'_>>(upstream) else {
             return false;
@@ -93,22 +98,31 @@ impl ProgressRelay {
         let Ok(p) = serde_json::from_str::<Params<'_>>(p.get()) else {
             return false;
         };
+        // Only what the spec allows is passed on: numbers, and a string message.
+        let number = |v: &RawValue| {
+            v.get()
+                .starts_with(|c: char| c == '-' || c.is_ascii_digit())
+        };
+        if !number(p.progress)
+            || p.total.is_some_and(|t| !number(t))
+            || p.message.is_some_and(|m| !m.get().starts_with('"'))
+        {
+            return false;
+        }
         let mut out = Vec::with_capacity(128 + self.token.len());
         out.extend_from_slice(
             br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#,
         );
         out.extend_from_slice(&self.token);
-        let number = |out: &mut Vec<u8>, key: &[u8], v: f64| {
-            out.extend_from_slice(key);
-            out.extend_from_slice(Value::from(v).to_string().as_bytes());
-        };
-        number(&mut out, br#","progress":"#, p.progress);
-        if let Some(t) = p.total {
-            number(&mut out, br#","total":"#, t);
-        }
-        if let Some(m) = p.message {
-            out.extend_from_slice(br#","message":"#);
-            out.extend_from_slice(Value::from(m.as_ref()).to_string().as_bytes());
+        for (key, v) in [
+            (&br#","progress":"#[..], Some(p.progress)),
+            (br#","total":"#, p.total),
+            (br#","message":"#, p.message),
+        ] {
+            if let Some(v) = v {
+                out.extend_from_slice(key);
+                out.extend_from_slice(v.get().as_bytes());
+            }
         }
         out.extend_from_slice(b"}}");
         self.sink.try_send(Bytes::from(out)).is_ok()
@@ -302,11 +316,15 @@ mod tests {
         let v: Value = serde_json::from_slice(&rx.try_recv().unwrap()).unwrap();
         assert_eq!(v["method"], "notifications/progress");
         assert_eq!(v["params"]["progressToken"], "client-7");
-        assert_eq!(v["params"]["progress"], 2.0);
-        assert_eq!(v["params"]["total"], 5.0);
+        assert_eq!(v["params"]["progress"], 2, "numbers keep their form");
+        assert_eq!(v["params"]["total"], 5);
         assert_eq!(v["params"]["message"], "two \"of\" five");
         assert!(!relay.relay(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#));
         assert!(!relay.relay(b"not json"));
+        assert!(
+            !relay.relay(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":"half"}}"#),
+            "a progress that is not a number is not passed on"
+        );
         assert!(rx.try_recv().is_err(), "only progress is relayed");
     }
 
