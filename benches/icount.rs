@@ -150,11 +150,15 @@ fn cases() -> Vec<Case> {
             }),
         });
     }
-    for (name, http2) in [("h1", false), ("h2", true)] {
+    for (name, http2, plain) in [
+        ("h1", false, false),
+        ("h2", true, false),
+        ("h1_event_loop", false, true),
+    ] {
         cases.push(Case {
             name: format!("whole_request/streamable_http_json_{name}"),
             iters: (100, 400),
-            make: Box::new(move || whole_request(http2)),
+            make: Box::new(move || whole_request(http2, plain)),
         });
     }
     cases
@@ -170,8 +174,9 @@ fn codec_name(c: Codec) -> &'static str {
 
 /// One `tools/call echo` round trip: the client session and the reference server on one
 /// current-thread runtime over loopback TCP (HTTP/1.1, or HTTP/2 with prior knowledge), so
-/// callgrind counts both sides in one thread.
-fn whole_request(http2: bool) -> Work {
+/// callgrind counts both sides in one thread. `plain`: the call as the workers' event loop
+/// makes it (begun, then polled until its plain answer is in), not as a future.
+fn whole_request(http2: bool, plain: bool) -> Work {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -220,9 +225,17 @@ fn whole_request(http2: bool) -> Work {
     let spec = CallSpec::new("tools/call", Some("echo"), revision);
     let mut rng = SmallRng::seed_from_u64(1);
     Box::new(move || {
-        let reply = rt.block_on(session.call(&spec, |out, id| {
+        let write = |out: &mut Vec<u8>, id| {
             template.write(&plan.workload[0], out, id, &mut rng);
-        }));
+        };
+        let reply = if plain {
+            assert!(session.can_begin(), "the session takes plain calls");
+            let mut begun = session.begin_call(&spec, write);
+            let answer = rt.block_on(std::future::poll_fn(|cx| session.poll_call(cx, &mut begun)));
+            answer.expect("a plain answer")
+        } else {
+            rt.block_on(session.call(&spec, write))
+        };
         assert_eq!(reply.outcome, Outcome::Ok, "echo answers");
     })
 }

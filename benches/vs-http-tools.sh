@@ -2,7 +2,8 @@
 # mcpbench next to general HTTP load generators (wrk, oha) on the same MCP request: the `echo`
 # tool over Streamable HTTP (JSON replies, HTTP/1.1 keep-alive), against the reference server in
 # another process, one MCP session shared by every connection (what wrk and oha can do: a fixed
-# header). Three tables: closed loop at 1, 16, 64 and 256 connections; open loop at RATE
+# header). Three tables: closed loop at 1, 16, 64 and 256 connections (mcpbench's workers'
+# event loop, and a task per virtual user beside it: `engine = "tasks"`); open loop at RATE
 # requests/s (mcpbench Poisson and uniform arrivals, and Poisson at release_interval 0 and 200 µs;
 # mcpbench closed loop paced by think time
 # to the same throughput, the reference for what pacing costs; oha -q with latency correction);
@@ -160,6 +161,8 @@ for r in $(seq "$REPEAT"); do
     header "Closed loop, HTTP/1.1 keep-alive, one connection per virtual user:"
     for c in $CONCURRENCY; do
       for t in $tools; do "run_$t" "$c"; done
+      # The same load with a task per virtual user instead of the workers' event loop.
+      mcpbench_case "mcpbench, engine = tasks" "$c" "" 'engine = "tasks"'
     done
   esac
   case " $SECTIONS " in *" open "*)

@@ -3,11 +3,30 @@
 
 use crate::support::{broken, run_in, scratch};
 
+/// Run in the workers' event loop (the default for this load), where every misbehaviour
+/// hands its virtual user over to a task.
 #[test]
 fn each_misbehaviour_lands_in_its_own_class() {
+    let s = misbehaviours_land_in_their_classes("auto");
+    assert_eq!(s.generator.engine.as_deref(), Some("event_loop"));
+    assert!(
+        s.generator.handovers.unwrap() > 0,
+        "misbehaviours are handed over"
+    );
+}
+
+/// The same with a task per virtual user: the same classes, the same notes.
+#[test]
+fn each_misbehaviour_lands_in_its_own_class_with_a_task_per_user() {
+    let s = misbehaviours_land_in_their_classes("tasks");
+    assert_eq!(s.generator.engine.as_deref(), Some("tasks"));
+    assert_eq!(s.generator.handovers, None);
+}
+
+fn misbehaviours_land_in_their_classes(engine: &str) -> mcpbench::report::summary::Summary {
     let server = broken::start();
     let mut text = format!(
-        "name = \"broken\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 10\nduration = \"2s\"\ntimeout = \"300ms\"\n",
+        "name = \"broken\"\n[target]\nurl = \"http://{}/mcp\"\n[load]\nconcurrency = 10\nduration = \"2s\"\ntimeout = \"300ms\"\nengine = \"{engine}\"\n",
         server.addr
     );
     for tool in broken::TOOLS {
@@ -79,6 +98,7 @@ fn each_misbehaviour_lands_in_its_own_class() {
         s.measured_seconds
     );
     assert!(out.dir.join("summary.json").is_file() && out.dir.join("latency.hlog").is_file());
+    out.summary
 }
 
 /// The same over stdio (multiplexed, id-matched): a child that misbehaves per tool name. One

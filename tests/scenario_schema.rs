@@ -391,6 +391,7 @@ timeout = "2s"
 hang_after = "1s"
 workers = 2
 sessions = "per-request"
+engine = "tasks"
 [[load.stages]]
 duration = "5s"
 concurrency = 8
@@ -652,6 +653,9 @@ fn closed_sets_are_names_the_parser_accepts() {
         }),
         ("/properties/load/properties/pattern/enum", |v| {
             format!("[load]\npattern = \"{v}\"\nduration = \"1s\"\n{LIST}")
+        }),
+        ("/properties/load/properties/engine/enum", |v| {
+            format!("[load]\nengine = \"{v}\"\nduration = \"1s\"\n{LIST}")
         }),
         ("/properties/replay/properties/mode/enum", |v| {
             format!("[replay]\ntrace = \"trace.jsonl\"\nmode = \"{v}\"\n{LOAD}")

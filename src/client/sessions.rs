@@ -102,24 +102,8 @@ pub async fn with_sessions<T: WithSessions>(
 ) -> (T::Output, SharedLink) {
     match ep.kind {
         TransportKind::StreamableHttp => {
-            // HTTP/2 connections shared by `sessions_per_connection` sessions each.
-            let lanes = (ep.http2 && ep.sessions_per_connection > 1)
-                .then(|| H2Lanes::new(ep.sessions_per_connection));
-            let on_lane = move |s: HttpSession| match &lanes {
-                Some(l) => s.on_lane(l.next()),
-                None => s,
-            };
-            if let Sharing::Shared { .. } = sharing {
-                let shared = Rc::new(HttpShared::default());
-                let e = ep.clone();
-                let out = task
-                    .with(move |_| on_lane(HttpSession::shared(e.clone(), shared.clone())))
-                    .await;
-                (out, SharedLink(None))
-            } else {
-                let out = task.with(move |ep| on_lane(HttpSession::new(ep))).await;
-                (out, SharedLink(None))
-            }
+            let out = task.with(http_sessions(ep, &sharing)).await;
+            (out, SharedLink(None))
         }
         TransportKind::Stdio => {
             multiplexed::<StdioConnector, T>(ep, sharing, keep_responses, task).await
@@ -129,6 +113,28 @@ pub async fn with_sessions<T: WithSessions>(
         }
         TransportKind::LegacySse => {
             multiplexed::<SseConnector, T>(ep, sharing, keep_responses, task).await
+        }
+    }
+}
+
+/// A factory of sessions over Streamable HTTP: each user's own, or one shared; over HTTP/2,
+/// connections carrying `sessions_per_connection` sessions each.
+pub fn http_sessions(
+    ep: &Arc<Endpoint>,
+    sharing: &Sharing,
+) -> impl Fn(Arc<Endpoint>) -> HttpSession + 'static {
+    let lanes = (ep.http2 && ep.sessions_per_connection > 1)
+        .then(|| H2Lanes::new(ep.sessions_per_connection));
+    let shared = matches!(sharing, Sharing::Shared { .. })
+        .then(|| (ep.clone(), Rc::new(HttpShared::default())));
+    move |ep| {
+        let s = match &shared {
+            Some((e, sh)) => HttpSession::shared(e.clone(), sh.clone()),
+            None => HttpSession::new(ep),
+        };
+        match &lanes {
+            Some(l) => s.on_lane(l.next()),
+            None => s,
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod ab_slices;
 mod collect;
 pub mod divergence;
+mod event_loop;
 pub mod expect;
 pub mod findmax;
 pub mod limits;

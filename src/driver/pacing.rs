@@ -51,6 +51,12 @@ impl<'d> Pacing<'d> {
         }
     }
 
+    /// Counted in for the whole run and not a replay: in a closed loop, the next request is
+    /// due at once.
+    pub(super) fn is_plain(&self) -> bool {
+        self.always_active && self.script.is_none()
+    }
+
     pub(super) fn is_replay(&self) -> bool {
         self.script.is_some()
     }

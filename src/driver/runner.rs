@@ -22,12 +22,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::event_loop;
 use super::pacing::{Pool, Quota, Round};
 pub use super::run_context::{Ctx, redact};
 use super::schedule::{Arrivals, DispatchClock};
 use super::shards::{InFlight, Shards, Slots, thread_cpu};
 use super::user::{Drive, virtual_user};
-use crate::client::sessions::{Sharing, WithSessions, with_sessions};
+use crate::client::sessions::{Sharing, WithSessions, http_sessions, with_sessions};
 use crate::metrics::collector::{ShardMsg, WorkerEnd};
 use crate::metrics::outcome::Outcome;
 use crate::metrics::recorder::Recorder;
@@ -106,6 +107,7 @@ pub fn worker(
             pool: pool.clone(),
             global: vus.clone(),
             answered_sent: Cell::new(None),
+            handovers: Cell::new(None),
             round: (ctx.plan.load.pattern == Pattern::FirstCall).then(|| Round::new(vus.len())),
         });
         let dispatcher =
@@ -121,7 +123,7 @@ pub fn worker(
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         };
-        shards.finish(cpu);
+        shards.finish(cpu, drive.handovers.get());
     });
     let _ = local.block_on(&rt, body);
 }
@@ -228,6 +230,14 @@ async fn run_users(drive: &Rc<Drive>, n: usize) {
         Sessions::Shared => Sharing::Shared { users: n },
         _ => Sharing::Own,
     };
+    if event_loop::fits(ctx, drive) {
+        let make = http_sessions(&ctx.endpoint, &sharing);
+        let sessions = (0..n)
+            .map(|slot| make(ctx.endpoint_of(drive.global[slot]).0))
+            .collect();
+        let handle = tokio::task::spawn_local(event_loop::run(drive.clone(), sessions));
+        return await_users(drive, vec![handle]).await;
+    }
     let users = Users { drive, n };
     let (_, shared) = with_sessions(&ctx.endpoint, sharing, keep, users).await;
     if !ctx.aborted.load(Ordering::Relaxed)
@@ -256,18 +266,23 @@ impl WithSessions for Users<'_> {
     }
 }
 
-/// Spawns the virtual users, waits for them (or the abort), and counts what an abort cut.
+/// Spawns the virtual users and waits for them.
 async fn run_vus<S: Session + 'static, F: Fn(Arc<Endpoint>) -> S>(
     drive: &Rc<Drive>,
     n: usize,
     make: F,
 ) {
-    let mut handles: Vec<_> = (0..n)
+    let handles = (0..n)
         .map(|slot| {
             let (ep, _) = drive.ctx.endpoint_of(drive.global[slot]);
             tokio::task::spawn_local(virtual_user(drive.clone(), slot, make(ep)))
         })
         .collect();
+    await_users(drive, handles).await;
+}
+
+/// Waits for the tasks of the virtual users (or the abort), and counts what an abort cut.
+async fn await_users(drive: &Rc<Drive>, mut handles: Vec<tokio::task::JoinHandle<()>>) {
     let all = async {
         for h in handles.iter_mut() {
             if let Err(e) = h.await {

@@ -108,14 +108,14 @@ impl Shards {
     }
 
     /// The worker's last message: what is left, and its CPU time.
-    pub(super) fn finish(&self, cpu: Option<Duration>) {
+    pub(super) fn finish(&self, cpu: Option<Duration>, handovers: Option<u64>) {
         let mut shard = std::mem::replace(&mut *self.current.borrow_mut(), Recorder::new(0));
         shard.cpu = self.cpu_since_mark();
         let _ = self.tx.send(ShardMsg {
             worker: self.worker,
             index: self.index.get(),
             shard,
-            last: Some(WorkerEnd { cpu }),
+            last: Some(WorkerEnd { cpu, handovers }),
         });
     }
 }

@@ -371,6 +371,7 @@ pub(super) fn finish(
         interrupted: l.stopped.is_some() || l.threshold_stop.is_some(),
         cpu: l.collector.ends.iter().map(|e| e.cpu).sum(),
         peak_rss: crate::metrics::target_procs::own_peak_rss_bytes(),
+        handovers: l.collector.ends.iter().map(|e| e.handovers).sum(),
         notes,
         start: p.start_info.clone(),
         target_processes: l.collector.target_processes(),

@@ -10,7 +10,7 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::Poll;
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -26,6 +26,7 @@ use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::metrics::recorder::Phase;
 use crate::scenario::Sessions;
 use crate::scenario::plan::{OP_COLD_START, OP_CONNECT, OP_INITIALIZE, Pattern};
+use crate::transport::streamable_http::{Begun, HttpSession};
 use crate::transport::{CallSpec, Reply, Session, TransportKind};
 
 /// What drives a worker's virtual users.
@@ -44,6 +45,8 @@ pub(super) struct Drive {
     pub(super) answered_sent: Cell<Option<Instant>>,
     /// `pattern = "first_call"`: the barrier of this worker's virtual users.
     pub(super) round: Option<Round>,
+    /// In the event loop: how many times it handed a virtual user to a task.
+    pub(super) handovers: Cell<Option<u64>>,
 }
 
 /// What a step says the loop does next.
@@ -56,7 +59,7 @@ enum Step {
 
 /// When the request at hand starts.
 #[derive(Clone, Copy)]
-struct Times {
+pub(super) struct Times {
     /// When it is meant to start: its arrival (open loop), its recorded time (replay), or
     /// when it was sent (closed loop).
     intended: Instant,
@@ -66,7 +69,7 @@ struct Times {
 }
 
 /// A virtual user's state between requests.
-struct User<'d, S> {
+pub(super) struct User<'d, S> {
     drive: &'d Drive,
     ctx: &'d Ctx,
     shards: &'d Shards,
@@ -90,7 +93,7 @@ struct User<'d, S> {
 
 /// Runs one virtual user to the end of the run.
 pub(super) async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, session: S) {
-    let mut u = User::new(&drive, slot, session);
+    let u = User::new(&drive, slot, session);
     // Everyone starts together, when the clock of the run starts (which may be a while ahead:
     // a start agreed between shards) — in an opening storm, each at its turn — unless the run
     // is interrupted first.
@@ -99,30 +102,28 @@ pub(super) async fn virtual_user<S: Session>(drive: Rc<Drive>, slot: usize, sess
         _ = tokio::time::sleep_until(start.into()) => {}
         _ = u.ctx.drain.cancelled() => {}
     }
-    loop {
-        let Some(mut at) = u.pace().await else {
-            break;
-        };
-        if let Step::Again = u.credentials(&mut at).await {
-            continue;
-        }
-        if let Step::Again = u.open_session(&mut at).await {
-            continue;
-        }
-        let Some(item) = u.pick(&mut at).await else {
-            break;
-        };
-        let outcome = u.request(item, at).await;
-        if !u.lifecycle(outcome).await {
-            break;
-        }
-        u.think().await;
-    }
-    u.finish().await;
+    u.run(None, false).await;
+}
+
+/// Where a virtual user taken over from the worker's event loop goes on.
+pub(super) enum Resume {
+    /// Its request is paced: on from its credentials.
+    Paced(Times),
+    /// Its request is recorded: on from the lifecycle.
+    Settled(Outcome),
+}
+
+/// How far a request got from its pacing.
+enum Flow {
+    Done(Outcome),
+    /// Start over with the next request.
+    Again,
+    /// The user stops.
+    Stop,
 }
 
 impl<'d, S: Session> User<'d, S> {
-    fn new(drive: &'d Drive, slot: usize, session: S) -> Self {
+    pub(super) fn new(drive: &'d Drive, slot: usize, session: S) -> Self {
         let ctx = &*drive.ctx;
         let global = drive.global[slot];
         let (endpoint, tenant) = ctx.endpoint_of(global);
@@ -150,6 +151,50 @@ impl<'d, S: Session> User<'d, S> {
             watchdog: Watchdog::new(),
             pacing: Pacing::new(ctx, global),
             opened_at: None,
+        }
+    }
+
+    /// Requests until the user stops (`None`: its session is closed and its counters handed
+    /// over), from the top or from where `resume` says; with `back`, only until its first
+    /// request is over (`Some`: it may go back to the event loop).
+    pub(super) async fn run(mut self, mut resume: Option<Resume>, back: bool) -> Option<Self> {
+        loop {
+            let flow = match resume.take() {
+                Some(Resume::Settled(outcome)) => Flow::Done(outcome),
+                Some(Resume::Paced(at)) => self.paced(at).await,
+                None => match self.pace().await {
+                    Some(at) => self.paced(at).await,
+                    None => Flow::Stop,
+                },
+            };
+            let outcome = match flow {
+                Flow::Done(outcome) => outcome,
+                Flow::Again => continue,
+                Flow::Stop => break,
+            };
+            if !self.lifecycle(outcome).await {
+                break;
+            }
+            self.think().await;
+            if back {
+                return Some(self);
+            }
+        }
+        self.finish().await;
+        None
+    }
+
+    /// A paced request: credentials, session, pick, request.
+    async fn paced(&mut self, mut at: Times) -> Flow {
+        if let Step::Again = self.credentials(&mut at).await {
+            return Flow::Again;
+        }
+        if let Step::Again = self.open_session(&mut at).await {
+            return Flow::Again;
+        }
+        match self.pick(&mut at).await {
+            Some(item) => Flow::Done(self.request(item, at).await),
+            None => Flow::Stop,
         }
     }
 
@@ -623,7 +668,7 @@ impl<'d, S: Session> User<'d, S> {
     }
 
     /// The user stops: leaves its round, closes its session, hands over its counters.
-    async fn finish(mut self) {
+    pub(super) async fn finish(mut self) {
         if let Some(round) = &self.drive.round {
             round.leave();
         }
@@ -635,9 +680,137 @@ impl<'d, S: Session> User<'d, S> {
     }
 }
 
+/// A call the worker's event loop waits on.
+pub(super) struct Waiting {
+    index: usize,
+    sent: Sent,
+    begun: Begun,
+    /// Deterministic calls: the arguments' key, for the divergence check.
+    args_key: Option<u64>,
+}
+
+impl Waiting {
+    /// When it must be answered by.
+    pub(super) fn deadline(&self, timeout: Duration) -> Instant {
+        self.sent.sent + timeout
+    }
+}
+
+/// What a virtual user of the event loop does next.
+pub(super) enum Turn {
+    /// A request is out, waited on by the loop.
+    Sent(Waiting),
+    /// The next step needs a task: resume there.
+    Handoff(Option<Resume>),
+    /// The user is done.
+    Stop,
+}
+
+/// The steps of the pipeline that the worker's event loop (`event_loop`) takes without a task
+/// of the user's own, for a closed loop over Streamable HTTP/1.1 with nothing to wait for
+/// between requests. The rest is [`User::run`]'s.
+impl User<'_, HttpSession> {
+    /// Pace, pick and send, if the next request can go out at once on the plain path.
+    pub(super) fn turn(&mut self) -> Turn {
+        if !self.pacing.is_plain() {
+            return Turn::Handoff(None);
+        }
+        if !self.drive.quota.take() {
+            return Turn::Stop;
+        }
+        let now = Instant::now();
+        if self.ctx.stopping(now) {
+            return Turn::Stop;
+        }
+        let phase = self.ctx.phase(now);
+        if !self.session.can_begin() {
+            let at = Times {
+                intended: now,
+                now,
+                phase,
+            };
+            return Turn::Handoff(Some(Resume::Paced(at)));
+        }
+        let ctx = self.ctx;
+        let index = ctx.mix.pick(&mut self.rng);
+        let item = &ctx.plan.workload[index];
+        self.shards.at(now).started(item.op, phase);
+        self.track(item.op, phase, now, self.tenant);
+        let (template, rng) = (&self.templates[index], &mut self.rng);
+        let tracked = item.deterministic || item.digest.is_some();
+        let mut key = 0;
+        let begun = self.session.begin_call(&self.specs[index], |out, id| {
+            let args = template.write(item, out, id, rng);
+            if tracked {
+                key = divergence::args_key(&out[args]);
+            }
+        });
+        Turn::Sent(Waiting {
+            index,
+            sent: Sent {
+                intended: now,
+                sent: now,
+                phase,
+            },
+            begun,
+            args_key: tracked.then_some(key),
+        })
+    }
+
+    /// The answer to the call waited on, if it came in the plain shape: judged and recorded.
+    /// `Ready(None)`: it needs [`User::finish_waiting`].
+    pub(super) fn poll_answer(
+        &mut self,
+        cx: &mut Context<'_>,
+        w: &mut Waiting,
+    ) -> Poll<Option<Outcome>> {
+        let reply = ready!(self.session.poll_call(cx, &mut w.begun));
+        Poll::Ready(reply.map(|r| self.conclude(w, Ended::Reply(r))))
+    }
+
+    /// The call waited on, finished as `Session::call` would (within its deadline), judged
+    /// and recorded.
+    pub(super) async fn finish_waiting(&mut self, w: Waiting) -> Outcome {
+        let specs = self.specs;
+        let deadline = w.deadline(self.ctx.timeout);
+        let r = {
+            let call = std::pin::pin!(self.session.finish_call(&specs[w.index], w.begun));
+            self.watchdog.bounded(deadline, call).await
+        };
+        self.conclude(&w, r)
+    }
+
+    /// The call waited on, unanswered at its deadline.
+    pub(super) fn time_out(&mut self, w: &Waiting, at: Instant) -> Outcome {
+        self.conclude(w, Ended::Timeout(at))
+    }
+
+    /// Whether the lifecycle after `outcome` has nothing to do but go on (no cancel, back-off,
+    /// round or per-request session, no think time); if so, done.
+    pub(super) fn plain_lifecycle(&mut self, outcome: Outcome) -> bool {
+        let load = &self.ctx.plan.load;
+        let plain = !matches!(
+            outcome,
+            Outcome::Timeout | Outcome::Hang | Outcome::Connect | Outcome::Io
+        ) && self.drive.round.is_none()
+            && load.sessions != Sessions::PerRequest
+            && load.think.is_none();
+        if plain {
+            self.backoff = Backoff(0);
+        }
+        plain
+    }
+
+    fn conclude(&mut self, w: &Waiting, mut r: Ended) -> Outcome {
+        self.untrack();
+        let broke = self.judge(w.index, &mut r, w.args_key);
+        self.settle(w.index, w.sent, r, broke)
+    }
+}
+
 /// When a workload request started.
 #[derive(Clone, Copy)]
-struct Sent {
+pub(super) struct Sent {
     /// Latency runs from here.
     intended: Instant,
     /// Service time runs from here.

@@ -36,6 +36,9 @@ pub struct ShardMsg {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WorkerEnd {
     pub cpu: Option<Duration>,
+    /// The worker ran its virtual users in its event loop: how many times it handed one to a
+    /// task (`driver::event_loop`).
+    pub handovers: Option<u64>,
 }
 
 /// One merged interval, for live display and the time series.

@@ -32,6 +32,8 @@ pub struct RunFacts {
     pub cpu: Option<Duration>,
     /// The process's peak resident memory, where the platform reports it.
     pub peak_rss: Option<u64>,
+    /// The workers ran the event loop: its hand-overs to tasks, summed.
+    pub handovers: Option<u64>,
     /// Things the driver noticed (an incomplete interval log, …).
     pub notes: Vec<String>,
     /// A start agreed with other generators, and how late this run was.
@@ -100,6 +102,8 @@ pub fn summarize(plan: &Plan, ops: &[String], totals: &Recorder, facts: RunFacts
                 .filter(|_| all_started > 0)
                 .map(|c| (c.as_secs_f64() * 1e6 / all_started as f64 * 100.0).round() / 100.0),
             peak_rss_bytes: facts.peak_rss,
+            engine: Some(engine_name(facts.handovers).into()),
+            handovers: facts.handovers,
             lateness: totals
                 .lateness
                 .as_ref()
@@ -271,6 +275,7 @@ pub fn provisional(plan: &Plan, ops: &[String], totals: &Recorder, measured: Dur
         interrupted: false,
         cpu: None,
         peak_rss: None,
+        handovers: None,
         target_processes: Vec::new(),
         session_fit: None,
         notes: Vec::new(),
@@ -466,4 +471,13 @@ fn notes(
         ));
     }
     n
+}
+
+/// The engine's name in the summary: the event loop when the workers ran it.
+pub fn engine_name(handovers: Option<u64>) -> &'static str {
+    if handovers.is_some() {
+        "event_loop"
+    } else {
+        "tasks"
+    }
 }

@@ -465,7 +465,19 @@ fn merged_generator(read: &[RunFiles], all_started: u64) -> summary::Generator {
             .iter()
             .map(|r| r.summary.generator.peak_rss_bytes)
             .sum(),
+        engine: merged_engine(read),
+        handovers: read.iter().map(|r| r.summary.generator.handovers).sum(),
         lateness: None,
+    }
+}
+
+/// The shards' engine: theirs if they agree, else `mixed`.
+fn merged_engine(read: &[RunFiles]) -> Option<String> {
+    let first = read.first()?.summary.generator.engine.clone();
+    if read.iter().all(|r| r.summary.generator.engine == first) {
+        first
+    } else {
+        Some("mixed".into())
     }
 }
 

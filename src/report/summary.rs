@@ -633,6 +633,14 @@ pub struct Generator {
     /// included). Merged shards: the sum of the shards' peaks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
+    /// How the workers drove their virtual users: `event_loop` (one task per worker, see
+    /// `[load] engine`) or `tasks` (one per virtual user). Merged shards that differ: `mixed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// Event loop: how many times a virtual user was handed to a task of its own (an answer
+    /// that was not plain JSON, a failure, a session to open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handovers: Option<u64>,
     /// Open loop: how late the generator released arrivals after their intended start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness: Option<Latency>,

@@ -365,6 +365,9 @@ fn sessions(out: &mut String, s: &Summary) {
             s.generator.workers
         );
     }
+    if let Some(n) = s.generator.handovers {
+        let _ = write!(out, " (event loop, {n} hand-overs to tasks)");
+    }
     if let Some(b) = s.generator.peak_rss_bytes {
         let _ = write!(out, ", peak memory {:.1} MiB", b as f64 / 1_048_576.0);
     }

@@ -137,6 +137,9 @@ pub(super) fn key_hint(path: &str) -> Option<String> {
             "\"per-vu\" (a session per virtual user), \"shared\" (one per worker thread, many requests in flight) or \"per-request\" (session churn)"
         }
         "load.arrival" => "\"poisson\" (independent arrivals) or \"uniform\" (evenly spaced)",
+        "load.engine" => {
+            "\"auto\" (the worker's event loop where the load fits it) or \"tasks\" (a task per virtual user)"
+        }
         "load.hang_after" => {
             "a duration shorter than timeout: a request unanswered this long while others are answered is a hang, e.g. hang_after = \"2s\""
         }

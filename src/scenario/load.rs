@@ -6,7 +6,8 @@ use toml::Spanned;
 
 use super::check::{duration, key_hint, one_of, opt_within, within};
 use super::plan::{
-    Arrival, FindMax, Load, Model, Pattern, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions, Step,
+    Arrival, Engine, FindMax, Load, Model, Pattern, Profile, REQUESTS_ONLY_LIMIT, Search, Sessions,
+    Step,
 };
 use super::raw::{RawFindMax, RawLoad, RawStage};
 use super::{ScenarioError, Source};
@@ -60,6 +61,7 @@ pub(super) fn load(src: &Source<'_>, l: &Spanned<RawLoad>) -> Result<Load, Scena
         workers: workers.map(|w| w as usize),
         sessions,
         pattern,
+        engine: engine(src, raw)?,
         open_rate,
         shard: super::shard::Shard::WHOLE,
     })
@@ -210,6 +212,17 @@ fn sessions_and_pattern(
         _ => sessions,
     };
     Ok((sessions, pattern))
+}
+
+/// `engine`: the worker's event loop where it fits (`auto`), or a task per virtual user.
+fn engine(src: &Source<'_>, raw: &RawLoad) -> Result<Engine, ScenarioError> {
+    match &raw.engine {
+        None => Ok(Engine::Auto),
+        Some(e) => {
+            let options = [("auto", Engine::Auto), ("tasks", Engine::Tasks)];
+            one_of(src, e, "engine", "load.engine", &options)
+        }
+    }
 }
 
 /// `hang_after`: above zero and shorter than the timeout; first-call rounds default to half

@@ -48,6 +48,17 @@ pub struct Replay {
     pub speed: f64,
 }
 
+/// How a worker drives its virtual users (`[load] engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The worker's event loop where the load fits it (a closed loop over Streamable
+    /// HTTP/1.1 with nothing to wait for between requests), a task per virtual user elsewhere.
+    #[default]
+    Auto,
+    /// A task per virtual user always (to compare the two).
+    Tasks,
+}
+
 /// What a virtual user does in a round (`[load] pattern`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pattern {
@@ -338,6 +349,7 @@ pub struct Load {
     pub workers: Option<usize>,
     pub sessions: Sessions,
     pub pattern: Pattern,
+    pub engine: Engine,
     /// Closed loop: a session-opening storm — virtual user `k` starts (connects and opens its
     /// session) `k / open_rate` seconds into the run instead of with everyone at once.
     pub open_rate: Option<f64>,

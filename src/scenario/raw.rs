@@ -169,6 +169,7 @@ pub struct RawLoad {
     pub workers: Option<Spanned<u32>>,
     pub sessions: Option<Spanned<String>>,
     pub pattern: Option<Spanned<String>>,
+    pub engine: Option<Spanned<String>>,
     #[serde(default)]
     pub stages: Vec<Spanned<RawStage>>,
 }
@@ -234,7 +235,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("targets.tls", TLS_KEYS),
     ("ab", &["slice", "pairs", "levels"]),
     ("embedded", &["transport", "protocol", "http", "response", "catalog", "page_size", "backend_latency", "backend_error_rate", "backend_payload"]),
-    ("load", &["model", "concurrency", "rate", "open_rate", "arrival", "max_in_flight", "release_interval", "max_queued", "duration", "requests", "warmup", "timeout", "hang_after", "think", "workers", "sessions", "pattern", "stages"]),
+    ("load", &["model", "concurrency", "rate", "open_rate", "arrival", "max_in_flight", "release_interval", "max_queued", "duration", "requests", "warmup", "timeout", "hang_after", "think", "workers", "sessions", "pattern", "engine", "stages"]),
     ("load.stages", &["duration", "rate", "concurrency"]),
     ("workload", &["method", "tool", "weight", "progress", "rows", "arguments", "expect", "deterministic"]),
     ("workload.expect", &["is_error", "present", "equals", "output_schema", "tools", "tenant_tools"]),

@@ -10,8 +10,10 @@
 
 use std::io;
 use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::spare;
 
@@ -169,6 +171,18 @@ impl Captured {
     }
 }
 
+/// What [`Http1Conn::take_plain`] found in the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffered {
+    /// A plain answer, consumed.
+    Plain,
+    /// The start of what may be a plain answer: read on.
+    Wait,
+    /// Something else (another status, type or framing, an interim or malformed head): left
+    /// for the reader that handles everything.
+    Other,
+}
+
 /// One HTTP/1.1 connection over any byte stream (TCP, TLS).
 #[derive(Debug)]
 pub struct Http1Conn<S> {
@@ -283,20 +297,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     }
 
     async fn fill(&mut self) -> Result<usize, HttpError> {
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// One read into the buffer (0: the peer closed). A resting connection (no buffer held)
+    /// first waits for the stream to be readable with a read of nothing (TCP; a TLS stream
+    /// returns at once), then takes a spare buffer.
+    pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<Result<usize, HttpError>> {
         if self.pos == self.len {
             self.pos = 0;
             self.len = 0;
         }
         if self.buf.is_empty() {
-            // Resting: no buffer is held while the answer is awaited. A read of nothing waits
-            // for the stream to be readable (TCP; a TLS stream returns at once).
             let mut none = tokio::io::ReadBuf::new(&mut []);
-            let ready = std::future::poll_fn(|cx| {
-                std::pin::Pin::new(&mut self.io).poll_read(cx, &mut none)
-            });
-            if let Err(e) = ready.await {
+            if let Err(e) = ready!(Pin::new(&mut self.io).poll_read(cx, &mut none)) {
                 self.reusable = false;
-                return Err(e.into());
+                return Poll::Ready(Err(e.into()));
             }
             self.buf = spare::take_read(READ_CHUNK);
         }
@@ -309,16 +325,80 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        match self.io.read(&mut self.buf[self.len..]).await {
-            Ok(n) => {
+        let mut rb = tokio::io::ReadBuf::new(&mut self.buf[self.len..]);
+        match ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb)) {
+            Ok(()) => {
+                let n = rb.filled().len();
                 self.len += n;
-                Ok(n)
+                Poll::Ready(Ok(n))
             }
             Err(e) => {
                 self.reusable = false;
-                Err(e.into())
+                Poll::Ready(Err(e.into()))
             }
         }
+    }
+
+    /// Writes what is left of `request` after its first `*written` bytes, as far as the stream
+    /// takes it without waiting.
+    pub fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        request: &[u8],
+        written: &mut usize,
+    ) -> Poll<Result<(), HttpError>> {
+        while *written < request.len() {
+            match ready!(Pin::new(&mut self.io).poll_write(cx, &request[*written..])) {
+                Ok(n) if n > 0 => *written += n,
+                Ok(_) => {
+                    self.reusable = false;
+                    return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero).into()));
+                }
+                Err(e) => {
+                    self.reusable = false;
+                    return Poll::Ready(Err(e.into()));
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The plain answer, if the buffer holds it whole: a final head with status 200, a JSON
+    /// body delimited by `Content-Length` (at most `max` bytes) and the body itself. Then
+    /// head and body are consumed, the body handed to `take`, and the connection stays
+    /// reusable as the head says. Anything else is left in the buffer for
+    /// [`Http1Conn::read_head`]: `Other`; or `Wait` while such an answer is incomplete.
+    pub fn take_plain(
+        &mut self,
+        captured: &mut Captured,
+        max: usize,
+        take: impl FnOnce(&[u8]),
+    ) -> Buffered {
+        let avail = &self.buf[self.pos..self.len];
+        let parsed = parse_head(avail, |resp| {
+            (resp.code.unwrap_or(0), interpret(resp, captured))
+        });
+        let (n, head) = match parsed {
+            Ok(None) if avail.len() <= MAX_HEAD => return Buffered::Wait,
+            Ok(Some((n, (200, Ok(head))))) if n <= MAX_HEAD => (n, head),
+            _ => return Buffered::Other,
+        };
+        let Framing::Length(len) = head.framing else {
+            return Buffered::Other;
+        };
+        if head.content != ContentKind::Json || len > max as u64 {
+            return Buffered::Other;
+        }
+        let len = len as usize;
+        if avail.len() - n < len {
+            return Buffered::Wait;
+        }
+        take(&avail[n..n + len]);
+        self.pos += n + len;
+        if !head.keep_alive {
+            self.reusable = false;
+        }
+        Buffered::Plain
     }
 
     /// Reads the response head (skipping interim 1xx responses). Header values listed in
@@ -713,6 +793,7 @@ impl Chunked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
 
     fn dechunk(input: &[u8], step: usize) -> Result<(Vec<u8>, usize), HttpError> {
         let mut d = Chunked::default();

@@ -272,9 +272,14 @@ pub struct Reply {
 
 impl Reply {
     pub fn new(outcome: Outcome) -> Self {
+        Reply::at(outcome, Instant::now())
+    }
+
+    /// A reply complete at `done`.
+    pub fn at(outcome: Outcome, done: Instant) -> Self {
         Reply {
             outcome,
-            done: Instant::now(),
+            done,
             first_event: None,
             events: 0,
             streamed: false,

@@ -8,10 +8,11 @@
 //! pre-rendered head. Responses are JSON or SSE; only the envelope is decoded.
 //!
 //! Here: the session, its shared mode, opening and closing it. One POST is `round_trip` (the
-//! hot path); a reply's body is read in `reply_body`, an SSE reply in `sse_reply`; the HTTP/2
+//! hot path), or `plain` when a worker's event loop drives it; a reply's body is read in `reply_body`, an SSE reply in `sse_reply`; the HTTP/2
 //! connection and request heads are `h2_conn`'s.
 
 mod h2_conn;
+mod plain;
 mod reply_body;
 mod round_trip;
 mod sse_reply;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use h2_conn::{H2Conn, build_h2};
 pub use h2_conn::{H2Lanes, SharedH2};
+pub use plain::Begun;
 use reply_body::Body;
 
 use super::http1_client::{Captured, Http1Conn, IDLE_PROBE};

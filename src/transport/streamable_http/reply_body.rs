@@ -147,8 +147,5 @@ pub(super) async fn read_json(
         Ok(_) => classify(jsonrpc::decode(codec, resp), id)
             .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse)),
     };
-    Reply {
-        done,
-        ..Reply::new(outcome)
-    }
+    Reply::at(outcome, done)
 }

@@ -57,7 +57,25 @@ impl HttpSession {
         self.body.clear();
         write(&mut self.body, id);
         self.dirty = true;
-        let mut reply = self.round_trip(spec, id, expect_response).await;
+        let mut reply = self
+            .exchange_sent(spec, id, expect_response, 0, connected)
+            .await;
+        reply.connect = reply.connect.or(connect);
+        reply
+    }
+
+    /// The rest of an exchange whose request is rendered (in `body`, and in `out` if
+    /// `written` > 0: its first `written` bytes are sent): the answer, and the request sent
+    /// again once if it met a stale connection.
+    pub(super) async fn exchange_sent(
+        &mut self,
+        spec: Option<&CallSpec>,
+        id: u64,
+        expect_response: bool,
+        written: usize,
+        mut connected: bool,
+    ) -> Reply {
+        let mut reply = self.round_trip(spec, id, expect_response, written).await;
         if std::mem::take(&mut self.stale) && !connected {
             // The server closed this keep-alive connection (after its last response, with or
             // without `Connection: close`) before the request reached it: sent again, once,
@@ -66,7 +84,7 @@ impl HttpSession {
                 Err(o) => Reply::new(o),
                 Ok(opened) => {
                     connected = opened;
-                    self.round_trip(spec, id, expect_response).await
+                    self.round_trip(spec, id, expect_response, 0).await
                 }
             };
             self.stale = false;
@@ -74,7 +92,6 @@ impl HttpSession {
         self.dirty = false;
         self.idle_since = Some(reply.done);
         reply.connected = connected;
-        reply.connect = reply.connect.or(connect);
         reply
     }
 
@@ -85,10 +102,11 @@ impl HttpSession {
         spec: Option<&CallSpec>,
         id: u64,
         expect_response: bool,
+        written: usize,
     ) -> Reply {
         // A stream resumed on another connection (GET with Last-Event-ID) reads from here.
         let mut resumed: Option<Http1Conn<Stream>> = None;
-        let (head, source) = match self.send(spec).await {
+        let (head, source) = match self.send(spec, written).await {
             Ok(sent) => sent,
             Err(reply) => return reply,
         };
@@ -123,17 +141,24 @@ impl HttpSession {
         self.after_body(reply).await
     }
 
-    /// Sends the request in `body` on the current connection and reads the response head. A
+    /// Sends the request in `body` on the current connection (over HTTP/1.1 the rest of it,
+    /// when its first `written` bytes are already sent) and reads the response head. A
     /// connection that failed is dropped; an HTTP/1.1 one closed before a single byte of the
     /// response is `stale` (the request never reached the server's handling).
     #[inline]
-    async fn send(&mut self, spec: Option<&CallSpec>) -> Result<(Head, BodySource), Reply> {
+    async fn send(
+        &mut self,
+        spec: Option<&CallSpec>,
+        written: usize,
+    ) -> Result<(Head, BodySource), Reply> {
         let header_rev = self.header_revision();
         match self.conn.as_mut() {
             Some(Conn::H1(c)) => {
-                spare::ensure(&mut self.out);
-                render_post(&mut self.out, &self.head, spec, &self.body);
-                let sent = c.send(&self.out).await;
+                if written == 0 {
+                    spare::ensure(&mut self.out);
+                    render_post(&mut self.out, &self.head, spec, &self.body);
+                }
+                let sent = c.send(&self.out[written..]).await;
                 if self.rests {
                     // Not held while the answer is awaited (a session that rests).
                     spare::give(&mut self.out);
@@ -276,7 +301,7 @@ impl HttpSession {
 /// Renders an HTTP/1.1 POST into `out`: the pre-rendered head, the call's own headers, the
 /// length and the body.
 #[inline]
-fn render_post(out: &mut Vec<u8>, head: &[u8], spec: Option<&CallSpec>, body: &[u8]) {
+pub(super) fn render_post(out: &mut Vec<u8>, head: &[u8], spec: Option<&CallSpec>, body: &[u8]) {
     out.clear();
     out.extend_from_slice(head);
     if let Some(s) = spec {
