@@ -16,6 +16,7 @@ mod deploy;
 mod docs;
 mod doctor;
 mod e2e;
+mod engines;
 mod first_errors;
 mod fuzz;
 mod gateway;
