@@ -1,9 +1,12 @@
 //! A worker's event loop, the way wrk drives its connections: for a closed loop over
 //! Streamable HTTP/1.1 keep-alive with nothing to wait for between requests, one task per worker
 //! sends every virtual user's next request as soon as its answer is in, on the user's own
-//! connection, without a task, a future or a timer per request. Each user has one waker, made
-//! once, that marks it ready; the loop polls only the users marked, and one timer watches the
-//! deadline of the oldest request out.
+//! connection, without a task, a future or a timer per request. The users' plain TCP
+//! connections are lent to an epoll of the loop's own (`Stream::Polled`): while every user is in
+//! the loop, the worker waits on that epoll itself — Tokio's reactor does no work per event — and
+//! gives Tokio a turn every 10 ms, or when nothing happens; while some users are in tasks, Tokio
+//! watches the epoll's descriptor. Connections Tokio must keep (TLS) are read through it, each
+//! user's waker (made once) marking it ready. One timer watches the oldest request's deadline.
 //!
 //! The loop takes the plain case only: an answer with status 200 and a JSON body of known
 //! length, on a connection kept alive (`transport::streamable_http::plain`). Anything else —
@@ -23,10 +26,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::task::AtomicWaker;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 use super::run_context::Ctx;
 use super::user::{Drive, Resume, Turn, User, Waiting};
@@ -71,6 +76,69 @@ pub(super) async fn run(drive: Rc<Drive>, sessions: Vec<HttpSession>) {
     poll_fn(|cx| l.poll(cx)).await;
 }
 
+/// The loop's own epoll: the users' plain TCP connections are lent to it (`Stream::Polled`), so
+/// that Tokio's reactor does no work per event for them. While every user is in the loop, the
+/// worker waits on it directly; while some are in tasks, Tokio watches its descriptor.
+struct OwnPoll {
+    watched: AsyncFd<mio::Poll>,
+    events: mio::Events,
+}
+
+/// How long the worker waits on the loop's epoll at most before Tokio gets a turn (its timers:
+/// the interval hand-over, a drain or abort from another thread).
+const OWN_WAIT: Duration = Duration::from_millis(10);
+
+impl OwnPoll {
+    fn new() -> Option<Self> {
+        let poll = mio::Poll::new().ok()?;
+        // Deprecated for descriptors it does not own (tokio#8587); it owns this epoll for its
+        // whole life, and the sound replacement is `unsafe` (forbidden in this crate).
+        #[allow(deprecated)]
+        let watched = AsyncFd::with_interest(poll, Interest::READABLE).ok()?;
+        Some(OwnPoll {
+            watched,
+            events: mio::Events::with_capacity(256),
+        })
+    }
+
+    fn registry(&self) -> &mio::Registry {
+        self.watched.get_ref().registry()
+    }
+
+    /// The users whose connections have news, waiting up to `timeout`; false if none.
+    fn wait(&mut self, timeout: Duration, due: &mut Vec<usize>) -> bool {
+        news(self.watched.get_mut(), &mut self.events, timeout, due)
+    }
+
+    /// Without waiting, once Tokio says the epoll is readable (`cx` woken when it becomes so).
+    fn poll_news(&mut self, cx: &mut Context<'_>, due: &mut Vec<usize>) -> bool {
+        let Poll::Ready(Ok(mut ready)) = self.watched.poll_read_ready_mut(cx) else {
+            return false;
+        };
+        if news(ready.get_inner_mut(), &mut self.events, Duration::ZERO, due) {
+            return true;
+        }
+        ready.clear_ready();
+        // Registers the waker for the next news.
+        let _ = self.watched.poll_read_ready_mut(cx);
+        false
+    }
+}
+
+/// One wait on `poll`: the users due, false if none.
+fn news(
+    poll: &mut mio::Poll,
+    events: &mut mio::Events,
+    timeout: Duration,
+    due: &mut Vec<usize>,
+) -> bool {
+    if poll.poll(events, Some(timeout)).is_err() {
+        return false;
+    }
+    due.extend(events.iter().map(|e| e.token().0));
+    !events.is_empty()
+}
+
 /// A task running a virtual user the loop handed over; it ends with the user, if it comes back.
 type Handed<'d> = Pin<Box<dyn Future<Output = (usize, Option<User<'d, HttpSession>>)> + 'd>>;
 
@@ -96,6 +164,14 @@ struct Loop<'d> {
     armed: bool,
     /// A handed-over task was added since `handed` was last polled.
     pushed: Cell<bool>,
+    /// `None` where an epoll cannot be made: Tokio watches every connection.
+    own: Option<OwnPoll>,
+    /// Per user: its connection is lent to `own`.
+    lent: Vec<bool>,
+    /// Users in the loop whose connections are not lent (Tokio watches them).
+    unlent: usize,
+    /// When the worker, waiting on the loop's epoll, lets Tokio run next.
+    yield_at: Instant,
 }
 
 impl<'d> Loop<'d> {
@@ -134,6 +210,10 @@ impl<'d> Loop<'d> {
             )),
             armed: false,
             pushed: Cell::new(false),
+            own: OwnPoll::new(),
+            lent: vec![false; n],
+            unlent: n,
+            yield_at: Instant::now() + OWN_WAIT,
         }
     }
 
@@ -147,6 +227,7 @@ impl<'d> Loop<'d> {
                 match back {
                     Some(u) => {
                         self.users[slot] = Some(u);
+                        self.unlent += 1;
                         self.due.push(slot);
                     }
                     None => self.live -= 1,
@@ -169,10 +250,50 @@ impl<'d> Loop<'d> {
             if self.live == 0 {
                 return Poll::Ready(());
             }
-            if !(again || self.pushed.get()) {
+            if again || self.pushed.get() {
+                continue;
+            }
+            if !self.wait(cx) {
                 return Poll::Pending;
             }
         }
+    }
+
+    /// Waits for news of the lent connections: on the loop's epoll itself while every user is
+    /// in the loop (up to [`OWN_WAIT`], or the oldest request's deadline), else through Tokio.
+    /// True if users are due now; false to let Tokio run (and wake this task).
+    fn wait(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(own) = self.own.as_mut() else {
+            return false;
+        };
+        if !self.handed.is_empty() || self.unlent > 0 {
+            return own.poll_news(cx, &mut self.due);
+        }
+        let now = Instant::now();
+        if now >= self.yield_at {
+            // Busy for a while: Tokio's turn (an abort, its timers), then this task again.
+            self.yield_at = now + OWN_WAIT;
+            cx.waker().wake_by_ref();
+            return false;
+        }
+        let deadline = self.timer.deadline().into_std();
+        if deadline <= now {
+            self.expire();
+            return true;
+        }
+        if own.wait((deadline - now).min(OWN_WAIT), &mut self.due) {
+            return true;
+        }
+        // Quiet: Tokio waits, and wakes this task when the epoll has news or the timer fires.
+        own.poll_news(cx, &mut self.due)
+    }
+
+    /// A user leaves the loop (its connection taken back).
+    fn leaves(&mut self, slot: usize) {
+        if std::mem::take(&mut self.lent[slot]) {
+            return;
+        }
+        self.unlent -= 1;
     }
 
     /// A user's answer, if it is in, and its next requests while answers come at once.
@@ -197,6 +318,17 @@ impl<'d> Loop<'d> {
                     }
                 }
             }
+            if let Some(own) = &self.own {
+                let lent = u.lend(own.registry(), mio::Token(slot));
+                if self.lent[slot] != lent {
+                    self.lent[slot] = lent;
+                    if lent {
+                        self.unlent -= 1;
+                    } else {
+                        self.unlent += 1;
+                    }
+                }
+            }
             match u.turn() {
                 Turn::Sent(w) => self.waiting[slot] = Some(w),
                 Turn::Handoff(resume) => return self.hand_over(slot, None, resume),
@@ -212,6 +344,10 @@ impl<'d> Loop<'d> {
         let Some(mut u) = self.users[slot].take() else {
             return;
         };
+        if let Some(own) = &self.own {
+            u.take_back(own.registry());
+        }
+        self.leaves(slot);
         let back = self.returns[slot] < RETURNS;
         let h = &self.drive.handovers;
         h.set(h.get().map(|n| n + 1));
@@ -228,9 +364,13 @@ impl<'d> Loop<'d> {
 
     /// The user is done: its session closed and counters handed over, in a task.
     fn stop(&mut self, slot: usize) {
-        let Some(u) = self.users[slot].take() else {
+        let Some(mut u) = self.users[slot].take() else {
             return;
         };
+        if let Some(own) = &self.own {
+            u.take_back(own.registry());
+        }
+        self.leaves(slot);
         self.handed.push(Box::pin(async move {
             u.finish().await;
             (slot, None)

@@ -801,6 +801,17 @@ impl User<'_, HttpSession> {
         plain
     }
 
+    /// Lends the session's connection to the loop's own epoll (see `HttpSession::lend`):
+    /// whether it is lent now.
+    pub(super) fn lend(&mut self, registry: &mio::Registry, token: mio::Token) -> bool {
+        self.session.lend(registry, token)
+    }
+
+    /// Takes the session's connection back for Tokio, before a task uses the session.
+    pub(super) fn take_back(&mut self, registry: &mio::Registry) {
+        self.session.take_back(registry);
+    }
+
     fn conclude(&mut self, w: &Waiting, mut r: Ended) -> Outcome {
         self.untrack();
         let broke = self.judge(w.index, &mut r, w.args_key);

@@ -526,6 +526,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Http1Conn<S> {
     pub fn into_inner(self) -> S {
         self.io
     }
+
+    /// The stream.
+    pub fn io(&self) -> &S {
+        &self.io
+    }
+
+    /// The same connection (its buffered bytes, the state of its response) over the stream
+    /// `f` makes of this one; `None` if it cannot (the connection is then gone).
+    pub fn map_io<T>(self, f: impl FnOnce(S) -> Option<T>) -> Option<Http1Conn<T>> {
+        Some(Http1Conn {
+            io: f(self.io)?,
+            buf: self.buf,
+            pos: self.pos,
+            len: self.len,
+            reusable: self.reusable,
+            body: self.body,
+        })
+    }
 }
 
 fn interpret(

@@ -253,13 +253,18 @@ impl ConnectError {
 pub enum Stream {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    /// A TCP stream lent to a worker's event loop, which waits on an epoll of its own for it
+    /// (`driver::event_loop`): reads and writes never wait and never register a waker —
+    /// `Pending` means "would block", and the loop's epoll reports when to try again. Only
+    /// while the loop holds it: it is a `Tcp` stream again before anything else uses it.
+    Polled(std::net::TcpStream),
 }
 
 impl Stream {
     /// The ALPN protocol the server chose, for TLS streams.
     pub fn alpn(&self) -> Option<&[u8]> {
         match self {
-            Stream::Tcp(_) => None,
+            Stream::Tcp(_) | Stream::Polled(_) => None,
             Stream::Tls(t) => t.get_ref().1.alpn_protocol(),
         }
     }
@@ -302,6 +307,14 @@ pub async fn connect(t: &NetTarget) -> Result<Stream, ConnectError> {
     }
 }
 
+/// A non-blocking call's result as a poll: `Pending` when it would block.
+fn would_block<T>(r: io::Result<T>) -> Poll<io::Result<T>> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,
+        r => Poll::Ready(r),
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -311,6 +324,8 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Polled(s) => would_block(std::io::Read::read(s, buf.initialize_unfilled()))
+                .map_ok(|n| buf.advance(n)),
         }
     }
 }
@@ -324,6 +339,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Polled(s) => would_block(std::io::Write::write(s, buf)),
         }
     }
 
@@ -331,6 +347,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Polled(_) => Poll::Ready(Ok(())),
         }
     }
 
@@ -338,6 +355,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Polled(s) => Poll::Ready(s.shutdown(std::net::Shutdown::Write)),
         }
     }
 
@@ -349,6 +367,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Stream::Polled(s) => would_block(std::io::Write::write_vectored(s, bufs)),
         }
     }
 
@@ -356,6 +375,7 @@ impl AsyncWrite for Stream {
         match self {
             Stream::Tcp(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
+            Stream::Polled(_) => true,
         }
     }
 }
@@ -382,8 +402,9 @@ impl Stream {
                 let (r, w) = t.into_split();
                 (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
             }
-            tls @ Stream::Tls(_) => {
-                let (r, w) = tokio::io::split(tls);
+            // (A lent stream is never split: it is HTTP/1.1's, and a `Tcp` one again first.)
+            other @ (Stream::Tls(_) | Stream::Polled(_)) => {
+                let (r, w) = tokio::io::split(other);
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
         }

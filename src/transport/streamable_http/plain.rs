@@ -4,14 +4,18 @@
 //! other answer, and any failure, is left where it stands for [`HttpSession::finish_call`],
 //! which goes on exactly as [`Session::call`](crate::transport::Session::call) would have.
 
+use std::os::fd::AsRawFd;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
+
+use mio::unix::SourceFd;
 
 use super::round_trip::render_post;
 use super::{Conn, HttpSession};
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc;
 use crate::transport::http1_client::Buffered;
+use crate::transport::net::Stream;
 use crate::transport::{CallSpec, Reply, classify, spare};
 
 /// A call begun by [`HttpSession::begin_call`].
@@ -59,8 +63,13 @@ impl HttpSession {
         let Some(Conn::H1(c)) = self.conn.as_mut() else {
             return Poll::Ready(None);
         };
-        if ready!(c.poll_send(cx, &self.out, &mut b.written)).is_err() {
-            return Poll::Ready(None);
+        match c.poll_send(cx, &self.out, &mut b.written) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(_)) => return Poll::Ready(None),
+            // A lent stream is watched for reading only: the rest of a request too large for
+            // the socket's buffer is written by `finish_call`, on Tokio.
+            Poll::Pending if matches!(c.io(), Stream::Polled(_)) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
         }
         spare::ensure(&mut self.resp);
         loop {
@@ -92,6 +101,57 @@ impl HttpSession {
             retry_after: self.captured.retry_after(),
             ..Reply::at(outcome, done)
         }))
+    }
+
+    /// Lends the session's connection to the event loop's epoll (`registry`, as `token`): it
+    /// becomes a [`Stream::Polled`], which Tokio no longer watches. Whether it is lent now
+    /// (false: there is none, or it is TLS or HTTP/2, which Tokio keeps watching).
+    pub fn lend(&mut self, registry: &mio::Registry, token: mio::Token) -> bool {
+        let Some(Conn::H1(c)) = &self.conn else {
+            return false;
+        };
+        match c.io() {
+            Stream::Polled(_) => return true,
+            Stream::Tcp(_) => {}
+            Stream::Tls(_) => return false,
+        }
+        let Some(Conn::H1(c)) = self.conn.take() else {
+            return false;
+        };
+        let lent = c.map_io(|s| {
+            let Stream::Tcp(t) = s else { return None };
+            let t = t.into_std().ok()?;
+            let fd = t.as_raw_fd();
+            registry
+                .register(&mut SourceFd(&fd), token, mio::Interest::READABLE)
+                .ok()?;
+            Some(Stream::Polled(t))
+        });
+        let ok = lent.is_some();
+        self.conn = lent.map(Conn::H1);
+        ok
+    }
+
+    /// Takes the connection back from the event loop's epoll (`registry`) for Tokio; nothing
+    /// to do if it is not lent. (If Tokio cannot take it, the connection is dropped: the next
+    /// request opens another.)
+    pub fn take_back(&mut self, registry: &mio::Registry) {
+        let Some(Conn::H1(c)) = &self.conn else {
+            return;
+        };
+        if !matches!(c.io(), Stream::Polled(_)) {
+            return;
+        }
+        let Some(Conn::H1(c)) = self.conn.take() else {
+            return;
+        };
+        self.conn = c
+            .map_io(|s| {
+                let Stream::Polled(t) = s else { return None };
+                let _ = registry.deregister(&mut SourceFd(&t.as_raw_fd()));
+                tokio::net::TcpStream::from_std(t).ok().map(Stream::Tcp)
+            })
+            .map(Conn::H1);
     }
 
     /// The rest of a begun call, as `Session::call` makes it: the request's unsent rest, the
