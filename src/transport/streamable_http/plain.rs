@@ -63,7 +63,15 @@ impl HttpSession {
         let Some(Conn::H1(c)) = self.conn.as_mut() else {
             return Poll::Ready(None);
         };
+        let sending = b.written < self.out.len();
         match c.poll_send(cx, &self.out, &mut b.written) {
+            // Just sent on a lent stream: no answer can be there yet, and the loop's epoll says
+            // when one is (a read now would only find nothing).
+            Poll::Ready(Ok(()))
+                if sending && c.nothing_received() && matches!(c.io(), Stream::Polled(_)) =>
+            {
+                return Poll::Pending;
+            }
             Poll::Ready(Ok(())) => {}
             Poll::Ready(Err(_)) => return Poll::Ready(None),
             // A lent stream is watched for reading only: the rest of a request too large for
