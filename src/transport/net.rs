@@ -307,6 +307,23 @@ pub async fn connect(t: &NetTarget) -> Result<Stream, ConnectError> {
     }
 }
 
+/// A read of a lent stream. On Linux the bare syscall: glibc's `recv` wraps it in
+/// thread-cancellation bookkeeping, which the event loop would pay on every request.
+fn polled_read(s: &std::net::TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    #[cfg(target_os = "linux")]
+    return rustix::io::read(s, buf).map_err(io::Error::from);
+    #[cfg(not(target_os = "linux"))]
+    return std::io::Read::read(&mut &*s, buf);
+}
+
+/// A write to a lent stream (see [`polled_read`]), as std's: no SIGPIPE if the peer is gone.
+fn polled_write(s: &std::net::TcpStream, buf: &[u8]) -> io::Result<usize> {
+    #[cfg(target_os = "linux")]
+    return rustix::net::send(s, buf, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from);
+    #[cfg(not(target_os = "linux"))]
+    return std::io::Write::write(&mut &*s, buf);
+}
+
 /// A non-blocking call's result as a poll: `Pending` when it would block.
 fn would_block<T>(r: io::Result<T>) -> Poll<io::Result<T>> {
     match r {
@@ -324,8 +341,9 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Stream::Polled(s) => would_block(std::io::Read::read(s, buf.initialize_unfilled()))
-                .map_ok(|n| buf.advance(n)),
+            Stream::Polled(s) => {
+                would_block(polled_read(s, buf.initialize_unfilled())).map_ok(|n| buf.advance(n))
+            }
         }
     }
 }
@@ -339,7 +357,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            Stream::Polled(s) => would_block(std::io::Write::write(s, buf)),
+            Stream::Polled(s) => would_block(polled_write(s, buf)),
         }
     }
 
