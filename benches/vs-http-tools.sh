@@ -68,7 +68,7 @@ import sys
 tool, c, n, err, p50, p99, user, sys_, dur = sys.argv[1:]
 n = int(n)
 per = lambda s: float(s) / n * 1e6 if n else 0.0
-print(f"| {tool} | {c} | {n / float(dur):.0f} | {float(p50):.2f} | {float(p99):.2f} | {err} | {per(user):.1f} | {per(sys_):.1f} | {per(user) + per(sys_):.1f} |")
+print(f"| {tool} | {c} | {n / float(dur):.0f} | {float(p50):.2f} | {float(p99):.2f} | {err} | {per(user):.2f} | {per(sys_):.2f} | {per(user) + per(sys_):.2f} |")
 PY
 }
 
