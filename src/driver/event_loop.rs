@@ -47,13 +47,11 @@ pub(super) const RETURNS: u8 = 16;
 /// HTTP/1.1, steady sessions (own or shared, not per request), no think time, rounds, replay,
 /// opening storm, OAuth or hang check — unless the scenario asks for a task per user
 /// (`engine = "tasks"`).
-pub(super) fn fits(ctx: &Ctx, drive: &Drive) -> bool {
+pub(super) fn fits(ctx: &Ctx) -> bool {
     let load = &ctx.plan.load;
     ctx.endpoint.kind == TransportKind::StreamableHttp
         && !ctx.endpoint.http2
         && matches!(load.model, Model::Closed { .. })
-        && drive.pool.is_none()
-        && drive.round.is_none()
         && load.pattern == Pattern::Steady
         && load.sessions != Sessions::PerRequest
         && load.think.is_none()

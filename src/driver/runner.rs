@@ -230,7 +230,7 @@ async fn run_users(drive: &Rc<Drive>, n: usize) {
         Sessions::Shared => Sharing::Shared { users: n },
         _ => Sharing::Own,
     };
-    if event_loop::fits(ctx, drive) {
+    if event_loop::fits(ctx) {
         let make = http_sessions(&ctx.endpoint, &sharing);
         let sessions = (0..n)
             .map(|slot| make(ctx.endpoint_of(drive.global[slot]).0))

@@ -211,6 +211,12 @@ impl<'d, S: Session> User<'d, S> {
         });
     }
 
+    /// A workload request starts: counted in the shard of its send, tracked in flight.
+    fn started(&self, op: usize, phase: Phase, sent: Instant, intended: Instant) {
+        self.shards.at(sent).started(op, phase);
+        self.track(op, phase, intended, self.tenant);
+    }
+
     fn untrack(&self) {
         self.drive.slots.borrow_mut()[self.slot] = None;
     }
@@ -410,8 +416,7 @@ impl<'d, S: Session> User<'d, S> {
         };
         let tracked = item.deterministic || item.digest.is_some();
         let args_key = Cell::new(0u64);
-        self.shards.at(sent).started(item.op, at.phase);
-        self.track(item.op, at.phase, intended, self.tenant);
+        self.started(item.op, at.phase, sent, intended);
         let mut r = self.send(index, sent, tracked.then_some(&args_key)).await;
         self.untrack();
         let broke = self.judge(index, &mut r, tracked.then_some(args_key.get()));
@@ -431,14 +436,8 @@ impl<'d, S: Session> User<'d, S> {
     /// hang check first).
     async fn send(&mut self, index: usize, sent: Instant, args_key: Option<&Cell<u64>>) -> Ended {
         let (ctx, drive) = (self.ctx, self.drive);
-        let (item, template) = (&ctx.plan.workload[index], &self.templates[index]);
-        let rng = &mut self.rng;
-        let mut call = std::pin::pin!(self.session.call(&self.specs[index], |out, id| {
-            let args = template.write(item, out, id, rng);
-            if let Some(key) = args_key {
-                key.set(divergence::args_key(&out[args]));
-            }
-        }));
+        let write = render(ctx, self.templates, index, &mut self.rng, args_key);
+        let mut call = std::pin::pin!(self.session.call(&self.specs[index], write));
         let Some(h) = ctx.plan.load.hang_after else {
             return self.watchdog.bounded(sent + ctx.timeout, call).await;
         };
@@ -734,17 +733,17 @@ impl User<'_, HttpSession> {
         let ctx = self.ctx;
         let index = ctx.mix.pick(&mut self.rng);
         let item = &ctx.plan.workload[index];
-        self.shards.at(now).started(item.op, phase);
-        self.track(item.op, phase, now, self.tenant);
-        let (template, rng) = (&self.templates[index], &mut self.rng);
+        self.started(item.op, phase, now, now);
         let tracked = item.deterministic || item.digest.is_some();
-        let mut key = 0;
-        let begun = self.session.begin_call(&self.specs[index], |out, id| {
-            let args = template.write(item, out, id, rng);
-            if tracked {
-                key = divergence::args_key(&out[args]);
-            }
-        });
+        let key = Cell::new(0u64);
+        let write = render(
+            ctx,
+            self.templates,
+            index,
+            &mut self.rng,
+            tracked.then_some(&key),
+        );
+        let begun = self.session.begin_call(&self.specs[index], write);
         Turn::Sent(Waiting {
             index,
             sent: Sent {
@@ -753,7 +752,7 @@ impl User<'_, HttpSession> {
                 phase,
             },
             begun,
-            args_key: tracked.then_some(key),
+            args_key: tracked.then_some(key.get()),
         })
     }
 
@@ -891,6 +890,24 @@ impl Watchdog {
             Poll::Pending
         })
         .await
+    }
+}
+
+/// Renders workload entry `index`'s request for an id, keeping the arguments' key in `key` (a
+/// deterministic call's, for the divergence check).
+fn render<'a>(
+    ctx: &'a Ctx,
+    templates: &'a [RequestTemplate],
+    index: usize,
+    rng: &'a mut SmallRng,
+    key: Option<&'a Cell<u64>>,
+) -> impl FnOnce(&mut Vec<u8>, u64) + 'a {
+    let (item, template) = (&ctx.plan.workload[index], &templates[index]);
+    move |out, id| {
+        let args = template.write(item, out, id, rng);
+        if let Some(key) = key {
+            key.set(divergence::args_key(&out[args]));
+        }
     }
 }
 

@@ -10,13 +10,12 @@ use std::time::Instant;
 
 use mio::unix::SourceFd;
 
+use super::reply_body::json_outcome;
 use super::round_trip::render_post;
 use super::{Conn, HttpSession};
-use crate::metrics::outcome::{Outcome, ProtocolKind};
-use crate::protocol::jsonrpc;
 use crate::transport::http1_client::Buffered;
 use crate::transport::net::Stream;
-use crate::transport::{CallSpec, Reply, classify, spare};
+use crate::transport::{CallSpec, Reply, spare};
 
 /// A call begun by [`HttpSession::begin_call`].
 #[derive(Debug, Clone, Copy)]
@@ -97,8 +96,7 @@ impl HttpSession {
             }
         }
         let done = Instant::now();
-        let outcome = classify(jsonrpc::decode(self.ep.codec, &mut self.resp), b.id)
-            .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse));
+        let outcome = json_outcome(self.ep.codec, &mut self.resp, b.id);
         if !c.is_reusable() {
             self.conn = None;
         }

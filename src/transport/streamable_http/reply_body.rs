@@ -144,8 +144,13 @@ pub(super) async fn read_json(
     let outcome = match r {
         Err(e) => http_failure(&e),
         Ok(_) if too_large => Outcome::Protocol(ProtocolKind::TooLarge),
-        Ok(_) => classify(jsonrpc::decode(codec, resp), id)
-            .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse)),
+        Ok(_) => json_outcome(codec, resp, id),
     };
     Reply::at(outcome, done)
+}
+
+/// A whole JSON reply's outcome as the answer to request `id`.
+pub(super) fn json_outcome(codec: jsonrpc::Codec, resp: &mut [u8], id: u64) -> Outcome {
+    classify(jsonrpc::decode(codec, resp), id)
+        .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse))
 }
