@@ -119,6 +119,12 @@ pub struct Admission {
     /// `503` response with `Connection: close`); `None` closes it at once (a TLS listener, whose
     /// clients expect a handshake first).
     pub refusal: Option<Bytes>,
+    /// Run each connection's task on the current thread's `LocalSet` (`spawn_local`) rather
+    /// than on the runtime: a server whose per-thread work (e.g. a gateway's upstream
+    /// sessions) lives in that `LocalSet` then wakes it without a trip through the runtime's
+    /// scheduler (on a current-thread runtime, one `epoll_wait` per wake-up). Must be set only
+    /// inside a `LocalSet`.
+    pub local: bool,
 }
 
 /// Lets a connection task observe that the server is shutting down, so it can stop taking new
@@ -175,6 +181,7 @@ pub async fn serve_connections_with_grace<S, F, Fut>(
     let admission = Admission {
         connections: Connections::new(usize::MAX),
         refusal: None,
+        local: false,
     };
     serve_connections_limited(
         listener,
@@ -224,7 +231,12 @@ pub async fn serve_connections_limited<S, F, Fut>(
                     }
                     match admission.connections.take() {
                         Some(slot) => {
-                            connections.spawn(on_conn(stream, peer, Shutdown { rx: rx.clone() }, slot));
+                            let conn = on_conn(stream, peer, Shutdown { rx: rx.clone() }, slot);
+                            if admission.local {
+                                connections.spawn_local(conn);
+                            } else {
+                                connections.spawn(conn);
+                            }
                         }
                         None => refuse(stream, peer, &admission),
                     }

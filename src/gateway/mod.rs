@@ -512,6 +512,10 @@ impl Proxy for Gateway {
     fn end_lane(&self) {
         LANE.with(|l| l.borrow_mut().take());
     }
+
+    fn has_lane(&self) -> bool {
+        LANE.with(|l| l.borrow().is_some())
+    }
 }
 
 /// An upstream's endpoint (revision found), its tools (name, definition), and how long that took.

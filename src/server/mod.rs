@@ -487,6 +487,8 @@ pub async fn serve_state(
         connections: state.connections.clone(),
         // A TLS client expects a handshake, not a plain-text response.
         refusal: tls.is_none().then(|| refusal(c.max_connections)),
+        // A gateway thread's upstream calls run in its LocalSet: its connections too.
+        local: c.proxy.as_ref().is_some_and(|p| p.has_lane()),
     };
     let grace = mock_backend::accept::DEFAULT_GRACE;
     let on_conn = move |stream, peer, down, slot| {

@@ -187,6 +187,11 @@ pub trait Proxy: Send + Sync + std::fmt::Debug {
     }
     /// Lets the calling thread's lane finish: it closes its sessions and its future ends.
     fn end_lane(&self) {}
+    /// Whether the calling thread has a lane ([`lane`](Self::lane) was called here and not
+    /// ended): the thread runs a `LocalSet`, where its connections' tasks then belong too.
+    fn has_lane(&self) -> bool {
+        false
+    }
 }
 
 /// The result object for a client of revision `rev`, from an upstream of the other era or the

@@ -106,6 +106,7 @@ async fn connections_beyond_the_limit_get_the_refusal_and_are_closed() {
     let admission = Admission {
         connections: Arc::clone(&connections),
         refusal: Some(bytes::Bytes::from_static(b"FULL")),
+        local: false,
     };
     let server = tokio::spawn(serve_connections_limited(
         listener,
