@@ -172,3 +172,32 @@ fn the_event_loop_and_a_task_per_user_count_the_same() {
         }
     }
 }
+
+/// A target that answers every call with an SSE stream: each event-loop user is handed over at
+/// each request until its returns are spent, then stays in its task — and the loop, with no
+/// user left in it, only waits for those tasks. The run finishes and counts every request.
+#[test]
+fn users_whose_every_answer_is_sse_stay_in_their_tasks() {
+    const CALLS: u64 = 400;
+    let text = format!(
+        "name = \"always-sse\"\n[embedded]\nresponse = \"sse\"\n[load]\nconcurrency = 4\nrequests = {CALLS}\ntimeout = \"5s\"\nworkers = 1\n[[workload]]\nmethod = \"tools/call\"\ntool = \"echo\"\narguments = {{ message = \"hi\" }}\n"
+    );
+    let dir = scratch();
+    let s = run_in(&text, dir.path()).expect("the run finishes").summary;
+    let op = s
+        .operations
+        .iter()
+        .find(|o| o.name == "tools/call:echo")
+        .unwrap();
+    assert_eq!(s.totals.started, CALLS);
+    assert_eq!(op.outcomes.ok, CALLS, "every answer read");
+    assert_eq!(op.streamed, CALLS, "every answer was a stream");
+    assert_eq!(s.generator.engine.as_deref(), Some("event_loop"));
+    // Each of the 4 users is handed over once per request while it has returns left (16),
+    // then never again: far fewer hand-overs than requests.
+    let handovers = s.generator.handovers.unwrap();
+    assert!(
+        (4..=4 * 17).contains(&handovers),
+        "{handovers} hand-overs for {CALLS} requests"
+    );
+}

@@ -14,7 +14,9 @@
 //! to open or reopen — hands the user over, where it stands, to the task pipeline every other
 //! run uses (`User::run`): the same code judges, records and recovers it. After its next
 //! request the user comes back, at most [`RETURNS`] times; after that the target evidently
-//! answers it in shapes the loop does not take, and it stays in its task.
+//! answers it in shapes the loop does not take, and it stays in its task. With no user left
+//! in it, the loop only polls those tasks (no epoll, no timer): an always-SSE target costs what
+//! it costs under `engine = "tasks"`.
 //!
 //! Every figure is recorded as the task pipeline records it (`User::settle`); the loop changes
 //! what a request costs the generator, not what is measured.
@@ -230,6 +232,15 @@ impl<'d> Loop<'d> {
                     }
                     None => self.live -= 1,
                 }
+            }
+            if self.handed.len() == self.live {
+                // Every user is in a task (the target answers in shapes the loop does not
+                // take): nothing for the loop to watch until one comes back.
+                return if self.live == 0 {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                };
             }
             self.pushed.set(false);
             self.marks.take(&mut self.due);
