@@ -25,7 +25,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcpbench::client::request::RequestTemplate;
 use mcpbench::driver::schedule::Arrivals;
@@ -229,7 +229,8 @@ fn whole_request(http2: bool, plain: bool) -> Work {
             template.write(&plan.workload[0], out, id, &mut rng);
         };
         let reply = if plain {
-            assert!(session.can_begin(), "the session takes plain calls");
+            let now = Instant::now();
+            assert!(session.can_begin(now), "the session takes plain calls");
             let mut begun = session.begin_call(&spec, write);
             let answer = rt.block_on(std::future::poll_fn(|cx| session.poll_call(cx, &mut begun)));
             answer.expect("a plain answer")

@@ -31,7 +31,7 @@ pub struct RunArgs {
     /// Where default run directories go.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results_root: PathBuf,
-    /// JSON decoder for responses.
+    /// JSON decoder for responses (`scan`, the default, also recognises replies read before).
     #[arg(
         long,
         default_value = "scan",

@@ -722,7 +722,7 @@ impl User<'_, HttpSession> {
             return Turn::Stop;
         }
         let phase = self.ctx.phase(now);
-        if !self.session.can_begin() {
+        if !self.session.can_begin(now) {
             let at = Times {
                 intended: now,
                 now,

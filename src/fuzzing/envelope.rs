@@ -1,7 +1,10 @@
 //! The envelope scanner against serde_json. (The mutation test in `protocol::jsonrpc` starts
 //! from valid messages; this takes any bytes.)
 
+use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc::{self, Codec, DecodeError};
+use crate::protocol::reply_memo::ReplyMemo;
+use crate::protocol::scan;
 
 /// Decodes `data` with the scanner and with serde_json: the same verdict (accepted or which
 /// rejection) and, when accepted, the same message (kind, id, method, `isError`,
@@ -29,4 +32,43 @@ pub fn envelope(data: &[u8]) {
     let _ = jsonrpc::decode(Codec::SerdeJson, &mut data.to_vec());
     let _ = jsonrpc::decode(Codec::SimdJson, &mut data.to_vec());
     let _ = jsonrpc::progress_token(data);
+    memo_agrees(data);
+}
+
+/// What a scan makes of `body` as the answer to request `id`.
+fn scanned(body: &[u8], id: u64) -> Outcome {
+    crate::transport::classify(scan::decode(body), id)
+        .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse))
+}
+
+/// The reply memo: `data`, learnt as the answer to the id it carries, and the same bytes with
+/// other ids' digits in that place, asked as the answer to any id, are recalled as exactly
+/// what a scan makes of them, or not at all.
+fn memo_agrees(data: &[u8]) {
+    let (_, Some(at)) = scan::decode_spanned(data) else {
+        return;
+    };
+    let Some(k) = std::str::from_utf8(&data[at.clone()])
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let mut memo = ReplyMemo::default();
+    memo.learn(data, Some(at.clone()), k, scanned(data, k));
+    for other in [k, k.wrapping_add(1), k / 10, u64::MAX] {
+        let mut body = data[..at.start].to_vec();
+        body.extend_from_slice(other.to_string().as_bytes());
+        body.extend_from_slice(&data[at.end..]);
+        for asked in [other, other ^ 1] {
+            if let Some(recalled) = memo.recall(&body, asked) {
+                assert_eq!(
+                    recalled,
+                    scanned(&body, asked),
+                    "the memo misreads {} as the answer to {asked}",
+                    super::show(&body)
+                );
+            }
+        }
+    }
 }

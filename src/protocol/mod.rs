@@ -1,9 +1,10 @@
 //! MCP on the wire: JSON-RPC envelopes (`jsonrpc`, with the `scan` codec; what both return in
-//! `rpc_message`), client messages (`mcp`), protocol revisions (`version`) and tool input
+//! `rpc_message`; replies read before in `reply_memo`), client messages (`mcp`), protocol revisions (`version`) and tool input
 //! schemas (`schema`).
 
 pub mod jsonrpc;
 pub mod mcp;
+pub mod reply_memo;
 pub mod rpc_message;
 pub mod scan;
 pub mod schema;

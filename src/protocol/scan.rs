@@ -9,6 +9,7 @@
 //! malformed messages are invalid.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use super::rpc_message::{DecodeError, IdRef, Incoming};
 
@@ -382,6 +383,17 @@ fn once<T>(slot: &mut Option<T>, value: impl FnOnce() -> R<T>) -> R<()> {
 
 /// Decodes an envelope; same contract as `jsonrpc::decode`.
 pub fn decode(buf: &[u8]) -> Result<Incoming<'_>, DecodeError> {
+    decode_spanned(buf).0
+}
+
+/// [`decode`], and where the top-level `id` value's bytes are (when the scan got that far).
+pub fn decode_spanned(buf: &[u8]) -> (Result<Incoming<'_>, DecodeError>, Option<Range<usize>>) {
+    let mut id_at = None;
+    let m = envelope(buf, &mut id_at);
+    (m, id_at)
+}
+
+fn envelope<'a>(buf: &'a [u8], id_at: &mut Option<Range<usize>>) -> R<Incoming<'a>> {
     std::str::from_utf8(buf).map_err(|_| BAD)?;
     let mut s = Scanner { b: buf, i: 0 };
     if s.peek()? == b'[' {
@@ -393,7 +405,11 @@ pub fn decode(buf: &[u8]) -> Result<Incoming<'_>, DecodeError> {
     let mut error: Option<Option<i64>> = None;
     s.object(|s, key| {
         if key.is("id") {
-            once(&mut id, || s.id())
+            s.ws();
+            let at = s.i;
+            once(&mut id, || s.id())?;
+            *id_at = Some(at..s.i);
+            Ok(())
         } else if key.is("method") {
             once(&mut method, || s.opt_string())
         } else if key.is("result") {

@@ -361,9 +361,11 @@ impl HttpSession {
 
     /// After `IDLE_PROBE` of idleness: has the server closed the HTTP/1.1 connection? (Then
     /// it is replaced before sending, not failed as `io`.)
-    fn closed_while_idle(&mut self) -> bool {
+    fn closed_while_idle(&mut self, now: Instant) -> bool {
         match (&mut self.conn, self.idle_since) {
-            (Some(Conn::H1(c)), Some(t)) if t.elapsed() >= IDLE_PROBE => c.peer_closed(),
+            (Some(Conn::H1(c)), Some(t)) if now.saturating_duration_since(t) >= IDLE_PROBE => {
+                c.peer_closed()
+            }
             _ => false,
         }
     }
@@ -375,7 +377,7 @@ impl HttpSession {
             self.conn = None;
         }
         self.dirty = false;
-        if self.closed_while_idle() || !self.conn_usable() {
+        if self.closed_while_idle(Instant::now()) || !self.conn_usable() {
             self.connect().await.map_err(drop)?;
         }
         let mut req = Vec::with_capacity(256);

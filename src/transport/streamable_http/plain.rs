@@ -29,14 +29,15 @@ impl HttpSession {
     /// Whether the next call can be begun here: the session open on a kept-alive HTTP/1.1
     /// connection that has not idled long enough to need a check, not resting, with one
     /// replica and no notification hook. Otherwise the call is made with `Session::call`.
-    pub fn can_begin(&mut self) -> bool {
+    /// `now` is the caller's clock reading (one per request).
+    pub fn can_begin(&mut self, now: Instant) -> bool {
         use crate::transport::Session;
         if self.rests || self.dirty || self.parked.len() > 1 || self.hook.is_some() {
             return false;
         }
         self.adopt();
         self.is_open()
-            && !self.closed_while_idle()
+            && !self.closed_while_idle(now)
             && matches!(&self.conn, Some(Conn::H1(c)) if c.is_reusable())
     }
 

@@ -2,12 +2,15 @@
 //! from (the session's HTTP/1.1 connection, an HTTP/2 stream, a resumed stream), and the
 //! readers of plain bodies (a JSON reply, a refusal's first bytes).
 
+use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
 use super::Conn;
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc;
+use crate::protocol::reply_memo::ReplyMemo;
+use crate::protocol::scan;
 use crate::transport::http1_client::{ContentKind, Http1Conn, HttpError};
 use crate::transport::net::Stream;
 use crate::transport::{Reply, classify};
@@ -149,8 +152,89 @@ pub(super) async fn read_json(
     Reply::at(outcome, done)
 }
 
-/// A whole JSON reply's outcome as the answer to request `id`.
+thread_local! {
+    /// Replies this thread scanned before (per thread: resting sessions hold nothing).
+    static SEEN: RefCell<ReplyMemo<Outcome>> = RefCell::new(ReplyMemo::default());
+}
+
+/// A whole JSON reply's outcome as the answer to request `id`. With the default codec, a reply
+/// this thread read before but for its id is recognised without a scan ([`ReplyMemo`]).
 pub(super) fn json_outcome(codec: jsonrpc::Codec, resp: &mut [u8], id: u64) -> Outcome {
-    classify(jsonrpc::decode(codec, resp), id)
-        .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse))
+    let meaning = |m| classify(m, id).unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse));
+    if codec != jsonrpc::Codec::Scan {
+        return meaning(jsonrpc::decode(codec, resp));
+    }
+    SEEN.with_borrow_mut(|seen| {
+        if let Some(outcome) = seen.recall(resp, id) {
+            return outcome;
+        }
+        let (m, id_at) = scan::decode_spanned(resp);
+        let outcome = meaning(m);
+        seen.learn(resp, id_at, id, outcome);
+        outcome
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memo never changes a verdict: every reply, read in turn as the answer to requests
+    /// of growing ids (and to the wrong one), means what serde_json's decoder says it means.
+    #[test]
+    fn recognised_replies_mean_what_a_scan_says() {
+        let templates = [
+            r#"{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":ID,"result":{"content":[],"isError":true}}"#,
+            r#"{"jsonrpc":"2.0","id":ID,"error":{"code":-32601,"message":"no"}}"#,
+            r#"{ "id" : ID , "result" : { "resultType" : "input_required" } }"#,
+            r#"{"id":ID,"result":{"id":ID,"text":"é"}}"#,
+            r#"{"id":ID,"id":ID,"result":{}}"#,
+            r#"{"id":ID,"result":{}"#,
+            r#"{"id":ID,"method":"ping"}"#,
+            r#"{"id":"ID","result":{}}"#,
+            r#"{"id":ID.0,"result":{}}"#,
+            r#"{"id":ID,"result":{},"error":{"code":1}}"#,
+        ];
+        let ids = [
+            1,
+            2,
+            9,
+            10,
+            11,
+            99,
+            100,
+            123_456_789,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for round in 0..2 {
+            for id in ids {
+                for t in templates {
+                    let body = t.replace("ID", &id.to_string());
+                    for asked in [id, id.wrapping_add(round)] {
+                        let expected = classify(
+                            jsonrpc::decode(
+                                jsonrpc::Codec::SerdeJson,
+                                &mut body.clone().into_bytes(),
+                            ),
+                            asked,
+                        )
+                        .unwrap_or(Outcome::Protocol(ProtocolKind::NoResponse));
+                        let got = json_outcome(
+                            jsonrpc::Codec::Scan,
+                            &mut body.clone().into_bytes(),
+                            asked,
+                        );
+                        assert_eq!(got, expected, "{body} as the answer to {asked}");
+                    }
+                }
+            }
+        }
+        // And the memo is used: a reply read once is recognised with the next id.
+        let body = |id: u64| templates[0].replace("ID", &id.to_string());
+        json_outcome(jsonrpc::Codec::Scan, &mut body(5).into_bytes(), 5);
+        let recalled = SEEN.with_borrow(|seen| seen.recall(body(6).as_bytes(), 6));
+        assert_eq!(recalled, Some(Outcome::Ok));
+    }
 }

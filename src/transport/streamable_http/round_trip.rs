@@ -41,7 +41,7 @@ impl HttpSession {
         }
         let mut connected = false;
         let mut connect = None;
-        if self.closed_while_idle() || !self.conn_usable() {
+        if self.closed_while_idle(Instant::now()) || !self.conn_usable() {
             let t0 = Instant::now();
             match self.connect().await {
                 Err(o) => return Reply::new(o),
