@@ -1142,8 +1142,11 @@ fn run_recipe(file: &str, baseline_files: Option<&[&str]>) {
     let main = workspace(&scenario);
     let (code, _, err) = execute(run, &fast, &short, main.path());
     let dir = main.path().join(output);
-    let summary = valid_summary(&dir.join("run-3"));
-    valid_summary(&dir.join("run-1"));
+    let runs: Vec<_> = ["run-1", "run-2", "run-3"]
+        .iter()
+        .map(|r| valid_summary(&dir.join(r)))
+        .collect();
+    let summary = &runs[2];
     let thresholds = summary["thresholds"]
         .as_array()
         .expect("thresholds")
@@ -1156,8 +1159,14 @@ fn run_recipe(file: &str, baseline_files: Option<&[&str]>) {
         names.contains(&"p99") && names.contains(&"error_rate"),
         "{scenario}: thresholds {names:?}"
     );
-    let held = thresholds.iter().all(|t| t["passed"] == true);
-    assert_eq!(code, if held { 0 } else { 1 }, "{err}\n{thresholds:#?}");
+    // The exit code is 1 when a threshold was breached in any of the runs, and the JUnit
+    // report has a suite per run: a loaded machine can breach p99 in one run of three.
+    let held = runs
+        .iter()
+        .flat_map(|s| s["thresholds"].as_array().expect("thresholds"))
+        .all(|t| t["passed"] == true);
+    let all: Vec<_> = runs.iter().map(|s| &s["thresholds"]).collect();
+    assert_eq!(code, if held { 0 } else { 1 }, "{err}\n{all:#?}");
     let error_rate = thresholds
         .iter()
         .find(|t| t["name"] == "error_rate")
@@ -1174,7 +1183,7 @@ fn run_recipe(file: &str, baseline_files: Option<&[&str]>) {
     assert_eq!(
         failed.is_empty(),
         held,
-        "JUnit failures {failed:?} vs thresholds {thresholds:#?}"
+        "JUnit failures {failed:?} vs thresholds {all:#?}"
     );
     for f in ["report.html", "report.md", "summary.json", "latency.hlog"] {
         for r in ["run-1", "run-2", "run-3"] {
