@@ -886,3 +886,13 @@ proptest! {
         fuzzing::server_stdio(&input);
     }
 }
+
+/// Found by the generated-envelope property: an id with a leading zero (`01`, not JSON) whose
+/// scan stopped after the `0`. Learnt as id 0, the memo took `{"id":11}` (valid, no result) for
+/// that bad body with id 1: it must only learn digits that are a whole token.
+#[test]
+fn the_memo_learns_only_whole_id_tokens() {
+    fuzzing::envelope(b" {\"id\" :01 } ");
+    fuzzing::envelope(b"{\"id\":0.5,\"result\":{}}");
+    fuzzing::envelope(b"{\"id\":0e1,\"result\":{}}");
+}

@@ -68,6 +68,15 @@ impl<T: Copy> ReplyMemo<T> {
         if body.len() > MAX_BODY || body.get(id_at.clone()) != Some(digits.format(id).as_bytes()) {
             return;
         }
+        // The digits must be a whole token: a scan that stopped inside a number (`01`, where
+        // JSON allows no leading zero) left digits or a fraction after them, and another id's
+        // digits in their place could make a different, valid number.
+        let before = id_at.start.checked_sub(1).and_then(|i| body.get(i));
+        let after = body.get(id_at.end);
+        let bounds = |b: Option<&u8>, ok: &[u8]| b.is_some_and(|b| ok.contains(b));
+        if !bounds(before, b": \t\r\n") || !bounds(after, b",} \t\r\n") {
+            return;
+        }
         let slot = Slot {
             body: body.to_vec(),
             id_at,
@@ -120,6 +129,10 @@ mod tests {
         m.learn(none.as_bytes(), None, 7, 'x');
         let big = format!(r#"{{"id":7,"result":"{}"}}"#, "x".repeat(MAX_BODY));
         m.learn(big.as_bytes(), at(&big, "7"), 7, 'x');
+        // Digits that are not the whole number: `07` (a scan stops after the 0), `0.5`.
+        for partial in [r#"{"id":07,"result":{}}"#, r#"{"id":0.5,"result":{}}"#] {
+            m.learn(partial.as_bytes(), at(partial, "0"), 0, 'x');
+        }
         assert!(m.slots.is_empty());
     }
 
