@@ -241,7 +241,11 @@ fn generated_arguments_are_checked_against_the_schema() {
         "{msg}"
     );
     assert!(msg.contains("is not of type \"integer\""), "{msg}");
-    assert!(msg.contains("example: {\"ms\":"), "{msg}");
+    assert!(msg.contains("rejected rendering: {\"ms\":"), "{msg}");
+    assert!(
+        msg.contains("tool `sleep` takes `ms` (integer, required)"),
+        "the hint says what the tool takes: {msg}"
+    );
     assert!(!dir.path().join("run").exists(), "nothing was run");
 }
 

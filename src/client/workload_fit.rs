@@ -105,13 +105,39 @@ pub fn check_workload(plan: &Plan, pre: &Preflight) -> Result<(), Box<Diagnostic
                 return Err(Box::new(at.diagnostic(
                     format!("the arguments generated for tool `{tool}` do not fit its input schema: {}", e.message),
                     Some(format!(
-                        "example: {args}\n  fix the generators in `arguments` (see scenarios/README.md)"
+                        "rejected rendering: {args}; {}\n  fix the generators in `arguments` (see scenarios/README.md)",
+                        takes(tool, &definition["inputSchema"])
                     )),
                 )));
             }
         }
     }
     Ok(())
+}
+
+/// What a tool's input schema takes, in a line: "tool `echo` takes `message` (string,
+/// required)".
+fn takes(tool: &str, schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema["properties"].as_object().filter(|p| !p.is_empty()) else {
+        return format!("tool `{tool}` takes no named arguments");
+    };
+    let list: Vec<String> = props
+        .iter()
+        .map(|(name, p)| {
+            let kind = p["type"].as_str().unwrap_or("any");
+            let req = if required.contains(&name.as_str()) {
+                ", required"
+            } else {
+                ""
+            };
+            format!("`{name}` ({kind}{req})")
+        })
+        .collect();
+    format!("tool `{tool}` takes {}", list.join(", "))
 }
 
 fn unknown_tool(item: &WorkItem, tool: &str, listed: &[(String, Value)]) -> Diagnostic {
