@@ -8,6 +8,9 @@
 #   benches/instructions.sh                               # this checkout
 #   BINS="/tmp/mcpbench-old target/release/mcpbench" benches/instructions.sh   # side by side
 #   N1=20000 N2=40000 TRANSPORT=websocket benches/instructions.sh
+#   SIDE=gateway benches/instructions.sh    # the reference gateway's instructions per proxied
+#                                           # call instead (it runs under callgrind, fronting
+#                                           # the upstream; the generator runs outside, c=1)
 #
 # Needs valgrind (apt install valgrind).
 source "$(dirname "$0")/common.sh"
@@ -48,6 +51,56 @@ assert s["totals"]["failed"] == 0 and s["totals"]["cancelled"] == 0, s["totals"]
 PY
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.log"
 }
+
+# gateway_instructions binary requests → the instructions of a gateway process (all threads,
+# start to shutdown) that proxied that many calls to the upstream.
+gateway_instructions() {
+  local gp
+  gp=$(free_port)
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/gw.out" "$1" serve \
+    --listen 127.0.0.1:$gp --threads 1 --upstream ref=$URL > "$WORK/gw.log" 2> "$WORK/gw.err" &
+  local gw=$!
+  for _ in $(seq 300); do grep -q listening "$WORK/gw.log" 2>/dev/null && break; sleep 0.1; done
+  cat > "$WORK/g.toml" <<TOML
+name = "gateway-instructions"
+[target]
+url = "http://127.0.0.1:$gp/mcp"
+[load]
+concurrency = 1
+requests = $2
+workers = 1
+timeout = "60s"
+[[workload]]
+method = "tools/call"
+tool = "ref__echo"
+arguments = { message = "hello" }
+TOML
+  rm -rf "$WORK/out"
+  "$BIN" run "$WORK/g.toml" --output "$WORK/out" --quiet > /dev/null 2>&1
+  python3 - "$WORK/out/summary.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+assert t["failed"] == 0 and t["cancelled"] == 0, t
+PY
+  kill -INT $gw
+  wait $gw || true
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/gw.err"
+}
+
+if [ "${SIDE:-generator}" = gateway ]; then
+  N1=${N1_GATEWAY:-2000}
+  N2=${N2_GATEWAY:-6000}
+  echo "| binary | gateway instructions at $N1 calls | at $N2 | per proxied call (marginal) |"
+  echo "|---|---:|---:|---:|"
+  for b in $BINS; do
+    a=$(gateway_instructions "$b" "$N1")
+    c=$(gateway_instructions "$b" "$N2")
+    echo "| $b | $a | $c | $(( (c - a) / (N2 - N1) )) |"
+  done
+  echo
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); valgrind $(valgrind --version); the gateway (--threads 1) in front of $URL, c=1, echo"
+  exit 0
+fi
 
 echo "| binary | instructions at $N1 | at $N2 | per request (marginal) |"
 echo "|---|---:|---:|---:|"

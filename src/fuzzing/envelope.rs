@@ -33,6 +33,33 @@ pub fn envelope(data: &[u8]) {
     let _ = jsonrpc::decode(Codec::SimdJson, &mut data.to_vec());
     let _ = jsonrpc::progress_token(data);
     memo_agrees(data);
+    member_agrees(data);
+}
+
+/// [`scan::member`] finds a top-level member as serde_json does (a gateway takes an upstream's
+/// `result` this way): the same bytes, or nothing for the same inputs (not an object, the key
+/// absent or twice; `null` is absent to an `Option`).
+fn member_agrees(data: &[u8]) {
+    #[derive(serde::Deserialize)]
+    struct Response<'a> {
+        #[serde(borrow)]
+        result: Option<&'a serde_json::value::RawValue>,
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        assert_eq!(scan::member(data, "result"), None, "not UTF-8, not JSON");
+        return;
+    };
+    let serde = serde_json::from_str::<Response<'_>>(text)
+        .ok()
+        .and_then(|r| r.result)
+        .map(|r| r.get().as_bytes());
+    let scanned = scan::member(data, "result").filter(|v| *v != b"null");
+    assert_eq!(
+        scanned,
+        serde,
+        "scan::member and serde_json disagree on {}",
+        super::show(data)
+    );
 }
 
 /// What a scan makes of `body` as the answer to request `id`.

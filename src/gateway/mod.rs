@@ -18,8 +18,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::client::endpoint;
@@ -784,14 +782,10 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
 
 /// The raw `result` of a response message.
 fn result_of(message: &[u8]) -> Result<Bytes, ProxyError> {
-    #[derive(Deserialize)]
-    struct Response<'a> {
-        #[serde(borrow)]
-        result: Option<&'a RawValue>,
-    }
-    match serde_json::from_slice::<Response<'_>>(message) {
-        Ok(Response { result: Some(r) }) => Ok(Bytes::copy_from_slice(r.get().as_bytes())),
-        _ => Err(ProxyError::Unavailable {
+    // The scanner, not serde's visitors: a few instructions a byte instead of ~30.
+    match crate::protocol::scan::member(message, "result").filter(|r| *r != b"null") {
+        Some(r) => Ok(Bytes::copy_from_slice(r)),
+        None => Err(ProxyError::Unavailable {
             detail: "the upstream's response has no result".into(),
         }),
     }
@@ -897,5 +891,20 @@ mod tests {
             .unwrap();
         assert_eq!(&r[..], br#"{"content":[],"isError":false}"#);
         assert!(result_of(br#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#).is_err());
+        let spaced = br#" { "id" : 3 , "result" : { "a" : [ 1 , "\"}" ] } , "jsonrpc" : "2.0" } "#;
+        assert_eq!(
+            &result_of(spaced).unwrap()[..],
+            br#"{ "a" : [ 1 , "\"}" ] }"#
+        );
+        for bad in [
+            &br#"{"result":{},"result":{}}"#[..],
+            br#"{"result":null}"#,
+            br#"{"result":{}"#,
+            br#"{"result":{}} x"#,
+            br#"[{"result":{}}]"#,
+            b"{\"result\":\"\xff\"}",
+        ] {
+            assert!(result_of(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 }

@@ -393,6 +393,27 @@ pub fn decode_spanned(buf: &[u8]) -> (Result<Incoming<'_>, DecodeError>, Option<
     (m, id_at)
 }
 
+/// The bytes of the value of top-level member `key` of the JSON object `buf` (validated as a
+/// whole: `None` when `buf` is not a JSON object, has no such member or has it twice).
+pub fn member<'a>(buf: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    std::str::from_utf8(buf).ok()?;
+    let mut s = Scanner { b: buf, i: 0 };
+    let mut found: Option<Range<usize>> = None;
+    s.object(|s, k| {
+        s.ws();
+        let at = s.i;
+        s.skip(1)?;
+        if k.is(key) {
+            once(&mut found, || Ok(at..s.i))?;
+        }
+        Ok(())
+    })
+    .ok()?;
+    s.ws();
+    (s.i == buf.len()).then_some(())?;
+    found.map(|r| &buf[r])
+}
+
 fn envelope<'a>(buf: &'a [u8], id_at: &mut Option<Range<usize>>) -> R<Incoming<'a>> {
     std::str::from_utf8(buf).map_err(|_| BAD)?;
     let mut s = Scanner { b: buf, i: 0 };

@@ -156,12 +156,13 @@ pub(crate) async fn timed<T>(start: Instant, work: impl Future<Output = T>) -> (
 
 /// `upstream;dur=U, gateway;dur=G` in milliseconds (microsecond precision), G = total − U.
 fn server_timing(upstream: Duration, total: Duration) -> String {
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    format!(
-        "upstream;dur={:.3}, gateway;dur={:.3}",
-        ms(upstream),
-        ms(total.saturating_sub(upstream))
-    )
+    // Whole microseconds as `m.uuu` milliseconds, without float formatting (every proxied call).
+    let ms = |d: Duration| {
+        let us = d.as_micros();
+        (us / 1000, us % 1000)
+    };
+    let ((u, uf), (g, gf)) = (ms(upstream), ms(total.saturating_sub(upstream)));
+    format!("upstream;dur={u}.{uf:03}, gateway;dur={g}.{gf:03}")
 }
 
 /// The upstreams behind a gateway.
@@ -215,16 +216,54 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
             }
             None => Cow::Borrowed(result),
         },
-        (true, false) => match serde_json::from_slice::<Value>(result) {
-            Ok(Value::Object(mut m)) => {
-                m.remove("resultType");
-                m.remove("_meta");
-                Cow::Owned(serde_json::to_vec(&m).unwrap_or_else(|_| result.to_vec()))
-            }
-            _ => Cow::Borrowed(result),
-        },
+        (true, false) => without_modern_keys(result).map_or(Cow::Borrowed(result), Cow::Owned),
         _ => Cow::Borrowed(result),
     }
+}
+
+/// A 2026-07-28 result without its `resultType` and `_meta` (what an older client does not
+/// know): the other members as the upstream wrote them, in its order (no values parsed);
+/// `None` when `result` is not a JSON object.
+fn without_modern_keys(result: &[u8]) -> Option<Vec<u8>> {
+    struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+    impl<'de> serde::Deserialize<'de> for Members<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Members<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Self::Value, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(entry) = m.next_entry::<Cow<'de, str>, &'de RawValue>()? {
+                        out.push(entry);
+                    }
+                    Ok(Members(out))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    let Members(members) = serde_json::from_slice(result).ok()?;
+    let mut out = Vec::with_capacity(result.len());
+    out.push(b'{');
+    for (key, value) in members
+        .iter()
+        .filter(|(k, _)| k != "resultType" && k != "_meta")
+    {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key).ok()?;
+        out.push(b':');
+        out.extend_from_slice(value.get().as_bytes());
+    }
+    out.push(b'}');
+    Some(out)
 }
 
 /// Whether a result object says `isError: true` (what the audit log records): the key, then
@@ -280,6 +319,18 @@ mod tests {
         let down: Value =
             serde_json::from_slice(&adapt(modern, true, Revision::V2025_06_18)).unwrap();
         assert!(down.get("resultType").is_none() && down.get("_meta").is_none());
+        let kept =
+            br#"{"z":{"resultType":1},"resultType":"complete","a\"b":[1.50,"\u00e9"],"_meta":{}}"#;
+        assert_eq!(
+            &*adapt(kept, true, Revision::V2025_11_25),
+            br#"{"z":{"resultType":1},"a\"b":[1.50,"\u00e9"]}"#,
+            "members keep their order and their text; only top-level keys go"
+        );
+        let not_object = br#"[1]"#;
+        assert!(matches!(
+            adapt(not_object, true, Revision::V2025_11_25),
+            Cow::Borrowed(_)
+        ));
         assert!(matches!(
             adapt(old, false, Revision::V2025_11_25),
             Cow::Borrowed(_)
@@ -303,6 +354,13 @@ mod tests {
         let t = t.unwrap();
         let (up, gw) = t.split_once(", ").unwrap();
         assert_eq!(up, "upstream;dur=2.000");
+        assert_eq!(
+            server_timing(
+                Duration::from_micros(12_345_678),
+                Duration::from_micros(12_345_987)
+            ),
+            "upstream;dur=12345.678, gateway;dur=0.309"
+        );
         let gw: f64 = gw.strip_prefix("gateway;dur=").unwrap().parse().unwrap();
         assert!((3.0..1000.0).contains(&gw), "{t}");
         note_upstream(Duration::from_secs(1)); // outside a request: ignored, no panic

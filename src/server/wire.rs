@@ -131,15 +131,16 @@ pub(crate) struct Rejection {
 /// not an object of the envelope's shape. JSON text is UTF-8: invalid bytes anywhere (also in
 /// a member serde would skip without reading it) make it not JSON.
 pub(crate) fn parse(body: &[u8]) -> Result<Message<'_>, Rejection> {
-    if std::str::from_utf8(body).is_err() {
+    let Ok(text) = std::str::from_utf8(body) else {
         return Err(Rejection {
             id: None,
             code: code::PARSE_ERROR,
             message: "Parse error",
         });
-    }
-    serde_json::from_slice::<Message<'_>>(body).map_err(|_| {
-        if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+    };
+    // From the checked text: serde_json then does not check each string and raw value again.
+    serde_json::from_str::<Message<'_>>(text).map_err(|_| {
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
             Rejection {
                 id: None,
                 code: code::INVALID_REQUEST,
