@@ -87,27 +87,25 @@ PY
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/gw.err"
 }
 
-if [ "${SIDE:-generator}" = gateway ]; then
-  N1=${N1_GATEWAY:-2000}
-  N2=${N2_GATEWAY:-6000}
-  echo "| binary | gateway instructions at $N1 calls | at $N2 | per proxied call (marginal) |"
+# marginal COUNTER WHAT NOTE: a row per binary of $BINS (COUNTER at N1 and N2 requests, and the
+# difference per request), then the machine and NOTE.
+marginal() {
+  echo "| binary | $2 at $N1 | at $N2 | per request (marginal) |"
   echo "|---|---:|---:|---:|"
   for b in $BINS; do
-    a=$(gateway_instructions "$b" "$N1")
-    c=$(gateway_instructions "$b" "$N2")
+    a=$("$1" "$b" "$N1")
+    c=$("$1" "$b" "$N2")
     echo "| $b | $a | $c | $(( (c - a) / (N2 - N1) )) |"
   done
   echo
-  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); valgrind $(valgrind --version); the gateway (--threads 1) in front of $URL, c=1, echo"
-  exit 0
-fi
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); valgrind $(valgrind --version); $3"
+}
 
-echo "| binary | instructions at $N1 | at $N2 | per request (marginal) |"
-echo "|---|---:|---:|---:|"
-for b in $BINS; do
-  a=$(instructions "$b" "$N1")
-  c=$(instructions "$b" "$N2")
-  echo "| $b | $a | $c | $(( (c - a) / (N2 - N1) )) |"
-done
-echo
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); valgrind $(valgrind --version); echo c16, one worker thread, $URL"
+if [ "${SIDE:-generator}" = gateway ]; then
+  N1=${N1_GATEWAY:-2000}
+  N2=${N2_GATEWAY:-6000}
+  marginal gateway_instructions "gateway instructions" \
+    "the gateway (--threads 1) in front of $URL, c=1, echo; a request is a proxied call"
+else
+  marginal instructions "instructions" "c16, one worker thread, $URL"
+fi

@@ -265,7 +265,7 @@ fn every_command_in_the_docs_parses() {
 
 #[test]
 fn commands_are_found_in_every_shell_form() {
-    let md = "text\n\n```sh\n$ mcpbench run a.toml   # a comment\nFOO=1 BAR=\"x y\" mcpbench run b.toml \\\n    --set load.warmup=0s\nmcpbench serve --listen 127.0.0.1:8080 & mcpbench probe http://127.0.0.1:8080/mcp && mcpbench validate c.toml; cat x | target/release/mcpbench run d.toml -H \"Authorization: Bearer $TOKEN\" > out.txt\necho mcpbench run not-this.toml\n```\n\n```console\n$ mcpbench validate e.toml\ne.toml: ok\nmcpbench quickstart: an output line, not a command\n```\n\n```\nmcpbench run plain-block-is-output.toml\n```\n";
+    let md = "text\n\n```sh\n$ mcpbench run a.toml   # a comment\nFOO=1 BAR=\"x y\" mcpbench run b.toml \\\n    --set load.warmup=0s\nmcpbench serve --listen 127.0.0.1:0 & mcpbench probe http://127.0.0.1:0/mcp && mcpbench validate c.toml; cat x | target/release/mcpbench run d.toml -H \"Authorization: Bearer $TOKEN\" > out.txt\necho mcpbench run not-this.toml\n```\n\n```console\n$ mcpbench validate e.toml\ne.toml: ok\nmcpbench quickstart: an output line, not a command\n```\n\n```\nmcpbench run plain-block-is-output.toml\n```\n";
     let found: Vec<(usize, Vec<String>)> = blocks(md)
         .iter()
         .filter(|b| is_shell(&b.lang))
@@ -279,8 +279,8 @@ fn commands_are_found_in_every_shell_form() {
     let want: Vec<(usize, Vec<&str>)> = vec![
         (4, vec!["run", "a.toml"]),
         (5, vec!["run", "b.toml", "--set", "load.warmup=0s"]),
-        (7, vec!["serve", "--listen", "127.0.0.1:8080"]),
-        (7, vec!["probe", "http://127.0.0.1:8080/mcp"]),
+        (7, vec!["serve", "--listen", "127.0.0.1:0"]),
+        (7, vec!["probe", "http://127.0.0.1:0/mcp"]),
         (7, vec!["validate", "c.toml"]),
         (7, vec!["run", "d.toml", "-H", "Authorization: Bearer 1"]),
         (12, vec!["validate", "e.toml"]),

@@ -33,13 +33,13 @@ pub fn envelope(data: &[u8]) {
     let _ = jsonrpc::decode(Codec::SimdJson, &mut data.to_vec());
     let _ = jsonrpc::progress_token(data);
     memo_agrees(data);
-    member_agrees(data);
+    members_agree(data);
 }
 
 /// [`scan::member`] finds a top-level member as serde_json does (a gateway takes an upstream's
 /// `result` this way): the same bytes, or nothing for the same inputs (not an object, the key
 /// absent or twice; `null` is absent to an `Option`).
-fn member_agrees(data: &[u8]) {
+fn members_agree(data: &[u8]) {
     #[derive(serde::Deserialize)]
     struct Response<'a> {
         #[serde(borrow)]
@@ -58,6 +58,20 @@ fn member_agrees(data: &[u8]) {
         scanned,
         serde,
         "scan::member and serde_json disagree on {}",
+        super::show(data)
+    );
+    // Members dropped from an object serde_json reads: the same object without them. (Where
+    // serde_json refuses a value it would skip — a lone surrogate, say — only no panic.)
+    let dropped = scan::without_members(data, &["id", "result"]);
+    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(text) else {
+        return;
+    };
+    object.remove("id");
+    object.remove("result");
+    assert_eq!(
+        dropped.and_then(|d| serde_json::from_slice::<serde_json::Value>(&d).ok()),
+        Some(serde_json::Value::Object(object)),
+        "scan::without_members and serde_json disagree on {}",
         super::show(data)
     );
 }

@@ -393,25 +393,54 @@ pub fn decode_spanned(buf: &[u8]) -> (Result<Incoming<'_>, DecodeError>, Option<
     (m, id_at)
 }
 
-/// The bytes of the value of top-level member `key` of the JSON object `buf` (validated as a
-/// whole: `None` when `buf` is not a JSON object, has no such member or has it twice).
-pub fn member<'a>(buf: &'a [u8], key: &str) -> Option<&'a [u8]> {
+/// Walks the members of the JSON object `buf`, validated as a whole: `f` gets each key and the
+/// span of its value. `None` when `buf` is not a JSON object or `f` refuses a member.
+fn members<'a>(buf: &'a [u8], mut f: impl FnMut(&RawStr<'a>, Range<usize>) -> R<()>) -> Option<()> {
     std::str::from_utf8(buf).ok()?;
     let mut s = Scanner { b: buf, i: 0 };
-    let mut found: Option<Range<usize>> = None;
     s.object(|s, k| {
         s.ws();
         let at = s.i;
         s.skip(1)?;
-        if k.is(key) {
-            once(&mut found, || Ok(at..s.i))?;
-        }
-        Ok(())
+        f(&k, at..s.i)
     })
     .ok()?;
     s.ws();
-    (s.i == buf.len()).then_some(())?;
+    (s.i == buf.len()).then_some(())
+}
+
+/// The bytes of the value of top-level member `key` of the JSON object `buf` (validated as a
+/// whole: `None` when `buf` is not a JSON object, has no such member or has it twice).
+pub fn member<'a>(buf: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let mut found: Option<Range<usize>> = None;
+    members(buf, |k, value| {
+        if k.is(key) {
+            once(&mut found, || Ok(value))?;
+        }
+        Ok(())
+    })?;
     found.map(|r| &buf[r])
+}
+
+/// The JSON object `buf` without its top-level members named in `drop`; the others as written,
+/// in their order. `None` when `buf` is not a JSON object.
+pub fn without_members(buf: &[u8], drop: &[&str]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(buf.len());
+    out.push(b'{');
+    members(buf, |k, value| {
+        if !drop.iter().any(|d| k.is(d)) {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(k.raw);
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(&buf[value]);
+        }
+        Ok(())
+    })?;
+    out.push(b'}');
+    Some(out)
 }
 
 fn envelope<'a>(buf: &'a [u8], id_at: &mut Option<Range<usize>>) -> R<Incoming<'a>> {

@@ -216,54 +216,11 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
             }
             None => Cow::Borrowed(result),
         },
-        (true, false) => without_modern_keys(result).map_or(Cow::Borrowed(result), Cow::Owned),
+        // What an older client does not know goes; the rest stays as the upstream wrote it.
+        (true, false) => crate::protocol::scan::without_members(result, &["resultType", "_meta"])
+            .map_or(Cow::Borrowed(result), Cow::Owned),
         _ => Cow::Borrowed(result),
     }
-}
-
-/// A 2026-07-28 result without its `resultType` and `_meta` (what an older client does not
-/// know): the other members as the upstream wrote them, in its order (no values parsed);
-/// `None` when `result` is not a JSON object.
-fn without_modern_keys(result: &[u8]) -> Option<Vec<u8>> {
-    struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-    impl<'de> serde::Deserialize<'de> for Members<'de> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Visit;
-            impl<'de> serde::de::Visitor<'de> for Visit {
-                type Value = Members<'de>;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut m: A,
-                ) -> Result<Self::Value, A::Error> {
-                    let mut out = Vec::new();
-                    while let Some(entry) = m.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                        out.push(entry);
-                    }
-                    Ok(Members(out))
-                }
-            }
-            d.deserialize_map(Visit)
-        }
-    }
-    let Members(members) = serde_json::from_slice(result).ok()?;
-    let mut out = Vec::with_capacity(result.len());
-    out.push(b'{');
-    for (key, value) in members
-        .iter()
-        .filter(|(k, _)| k != "resultType" && k != "_meta")
-    {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, key).ok()?;
-        out.push(b':');
-        out.extend_from_slice(value.get().as_bytes());
-    }
-    out.push(b'}');
-    Some(out)
 }
 
 /// Whether a result object says `isError: true` (what the audit log records): the key, then
