@@ -12,6 +12,8 @@
 # Gateways and how each fronts the upstream:
 #   reference     mcpbench serve --upstream (HTTP → HTTP), tools as ref__<tool>
 #   socat         a TCP relay (no MCP at all): the floor of one extra loopback hop
+#   tokio-relay   the same relay on one current-thread tokio runtime (examples/tokio_relay.rs):
+#                 the floor of one hop taken through tokio, before any HTTP or MCP work
 #   supergateway  npm supergateway 4.0.0 (interop/setup.sh), stdio server → Streamable HTTP;
 #                 "direct" is then the stdio server itself
 #   mcp-proxy-rs  crate mcp-proxy 0.6.0 (joshrotenberg/mcp-proxy, Rust on tower-mcp), HTTP → HTTP,
@@ -25,7 +27,7 @@
 # told. Machine: see the env note in the output.
 source "$(dirname "$0")/common.sh"
 ROOT=$(pwd)
-GATEWAYS=${GATEWAYS:-"reference socat mcp-proxy-rs supergateway mcp-proxy contextforge"}
+GATEWAYS=${GATEWAYS:-"reference socat tokio-relay mcp-proxy-rs supergateway mcp-proxy contextforge"}
 MODE=${MODE:-ab}
 SLICE=${SLICE:-2s}
 PAIRS=${PAIRS:-5}
@@ -153,6 +155,18 @@ tool_prefix = \"ref__\"" "http://127.0.0.1:$UP_PORT/mcp"
       socat TCP-LISTEN:$P,bind=127.0.0.1,fork,reuseaddr,nodelay TCP:127.0.0.1:$UP_PORT,nodelay &
       PIDS+=($!); wait_port "$P"
       measure socat "socat TCP relay (floor of one hop)" "$HTTP_DIRECT" \
+        "url = \"http://127.0.0.1:$P/mcp\"" "http://127.0.0.1:$UP_PORT/mcp"
+      ;;
+    tokio-relay)
+      RELAY=${RELAY_BIN:-$(dirname "$BIN")/examples/tokio_relay}
+      if [ ! -x "$RELAY" ]; then
+        cargo build --release -q --example tokio_relay
+        RELAY=$(realpath "${CARGO_TARGET_DIR:-target}")/release/examples/tokio_relay
+      fi
+      P=$(free_port)
+      "$RELAY" "$P" "$UP_PORT" &
+      PIDS+=($!); wait_port "$P"
+      measure tokio-relay "tokio TCP relay (floor of one hop through tokio)" "$HTTP_DIRECT" \
         "url = \"http://127.0.0.1:$P/mcp\"" "http://127.0.0.1:$UP_PORT/mcp"
       ;;
     mcp-proxy-rs)
