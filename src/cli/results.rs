@@ -51,6 +51,10 @@ pub struct CompareArgs {
     /// How the comparison is printed.
     #[arg(long, default_value = "markdown")]
     pub format: CompareFormat,
+    /// Also write the comparison as one self-contained page: verdicts and budgets first, each
+    /// operation's latency spectra of both sides overlaid, every metric with its verdict.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `merge`'s command line.
@@ -126,10 +130,10 @@ fn ab_report(dir: &Path, format: SummaryFormat) -> Result<String, String> {
     let r = ab::read(dir)?;
     match format {
         SummaryFormat::Text => {
-            ab::write(&r, dir).map_err(cannot_write(dir))?;
+            crate::report::ab_page::write(&r, dir).map_err(cannot_write(dir))?;
             Ok(ab::render(&r, dir))
         }
-        SummaryFormat::Markdown => Ok(markdown(&ab::document(&r))),
+        SummaryFormat::Markdown => Ok(markdown(&crate::report::ab_page::document(&r, dir))),
         SummaryFormat::Json => serde_json::to_string_pretty(&r)
             .map(|j| j + "\n")
             .map_err(|e| e.to_string()),
@@ -199,6 +203,7 @@ pub(super) fn compare(a: CompareArgs) -> ExitCode {
         min_change,
         budget,
         format,
+        html,
     } = a;
     use crate::report::{compare, read_back::RunFiles};
     let (b, c) = match (RunFiles::read_side(&base), RunFiles::read_side(&current)) {
@@ -226,6 +231,12 @@ pub(super) fn compare(a: CompareArgs) -> ExitCode {
         None => c[0].summary.budgets.clone(),
     };
     let cmp = compare::compare(&b, &c, min_change / 100.0, &budgets);
+    if let Some(path) = &html {
+        let page = crate::report::compare_page::page(&cmp, &b, &c);
+        if let Err(e) = std::fs::write(path, page) {
+            return error(format_args!("--html {}: {e}", path.display()));
+        }
+    }
     match format {
         CompareFormat::Markdown => print!("{}", compare::markdown(&cmp)),
         CompareFormat::Json => match serde_json::to_string_pretty(&cmp) {

@@ -101,7 +101,7 @@ pub fn ab(
     }
     report.finish();
     report.breached = merge_targets(&report, &names, &dir, ab.levels.len() > 1)?;
-    crate::report::ab::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
+    crate::report::ab_page::write(&report, &dir).map_err(|e| output_error(&dir, e))?;
     Ok((report, dir))
 }
 

@@ -11,7 +11,6 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::diagnose::median;
-use super::document::{Block, html, markdown};
 use super::summary::Summary;
 
 /// The percentiles compared.
@@ -279,7 +278,7 @@ fn compare(lv: &AbLevel, baseline: &str, target: &str) -> Vec<Comparison> {
         .collect()
 }
 
-fn level_text(r: &AbReport, v: f64) -> String {
+pub(crate) fn level_text(r: &AbReport, v: f64) -> String {
     if r.level == "rate" {
         format!("{v:.1}/s")
     } else {
@@ -292,7 +291,7 @@ fn ms_ci(e: &Estimate) -> String {
 }
 
 /// One line per target, operation and level: the added p50 and p99 and the throughput ratio.
-fn lines(r: &AbReport) -> Vec<String> {
+pub(crate) fn lines(r: &AbReport) -> Vec<String> {
     let mut out = Vec::new();
     for lv in &r.levels {
         for c in &lv.comparisons {
@@ -362,67 +361,6 @@ pub fn render(r: &AbReport, dir: &Path) -> String {
     out
 }
 
-/// The comparison as a document: the headline lines, then a table per level.
-pub fn document(r: &AbReport) -> Vec<Block> {
-    let mut doc = vec![Block::Heading(format!("mcpbench A/B: {}", r.scenario))];
-    doc.push(Block::List(vec![
-        format!("baseline {} · compared {}", r.baseline(), r.targets[1..].join(", ")),
-        format!(
-            "{} rounds per level, each one {:.1} s slice per target in rotating order; 95 % confidence intervals by Student's t over the rounds' paired differences",
-            r.rounds, r.slice_seconds
-        ),
-    ]));
-    doc.push(Block::Heading("Verdict".into()));
-    doc.push(Block::List(lines(r)));
-    for lv in &r.levels {
-        doc.push(Block::Heading(format!("Level {}", level_text(r, lv.level))));
-        let mut rows = Vec::new();
-        for c in &lv.comparisons {
-            for d in &c.deltas {
-                rows.push(vec![
-                    format!("{} · {}", c.target, c.operation),
-                    d.metric.clone(),
-                    format!("{:.3}", d.baseline_ms),
-                    format!("{:.3}", d.target_ms),
-                    format!("{:+.3}", d.added_ms.mean),
-                    format!("{:+.3} … {:+.3}", d.added_ms.low, d.added_ms.high),
-                ]);
-            }
-            if let Some(t) = &c.throughput_ratio {
-                rows.push(vec![
-                    format!("{} · {}", c.target, c.operation),
-                    "throughput ratio".into(),
-                    String::new(),
-                    String::new(),
-                    format!("×{:.3}", t.mean),
-                    format!("×{:.3} … ×{:.3}", t.low, t.high),
-                ]);
-            }
-        }
-        doc.push(Block::Table {
-            head: vec![
-                "target · operation".into(),
-                "metric".into(),
-                format!("{} ms", r.baseline()),
-                "target ms".into(),
-                "added ms".into(),
-                "95 % CI".into(),
-            ],
-            rows,
-        });
-    }
-    doc
-}
-
-/// Writes `ab.json`, `report.md` and `report.html` into `dir`.
-pub fn write(r: &AbReport, dir: &Path) -> std::io::Result<()> {
-    let json = serde_json::to_string_pretty(r).map_err(std::io::Error::other)? + "\n";
-    std::fs::write(dir.join("ab.json"), json)?;
-    let doc = document(r);
-    std::fs::write(dir.join("report.md"), markdown(&doc))?;
-    std::fs::write(dir.join("report.html"), html(&doc))
-}
-
 /// Reads an A/B run's `ab.json` back.
 pub fn read(dir: &Path) -> Result<AbReport, String> {
     let path = dir.join("ab.json");
@@ -431,10 +369,10 @@ pub fn read(dir: &Path) -> Result<AbReport, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn slice(target: &str, round: usize, p50: f64, thr: f64, dropped: u64) -> Slice {
+    pub(crate) fn slice(target: &str, round: usize, p50: f64, thr: f64, dropped: u64) -> Slice {
         Slice {
             target: target.into(),
             round,
@@ -452,7 +390,7 @@ mod tests {
         }
     }
 
-    fn report(level: &str, levels: Vec<(f64, Vec<Slice>)>) -> AbReport {
+    pub(crate) fn report(level: &str, levels: Vec<(f64, Vec<Slice>)>) -> AbReport {
         let mut r = AbReport {
             scenario: "s".into(),
             targets: vec!["direct".into(), "gateway".into()],
@@ -557,11 +495,6 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("stopped growing")
-        );
-        assert!(
-            document(&r)
-                .iter()
-                .any(|b| matches!(b, Block::Table { .. }))
         );
     }
 }

@@ -39,6 +39,26 @@ pub enum Verdict {
     Regressed,
 }
 
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Regressed => "regressed",
+        }
+    }
+}
+
+/// A compared value as every view shows it: latency as `text::ms`, a rate in %, else with its
+/// unit.
+pub fn shown(v: f64, unit: &str) -> String {
+    match unit {
+        "ms" => super::text::ms(v),
+        "" => format!("{:.3} %", v * 100.0),
+        u => format!("{v:.1}{u}"),
+    }
+}
+
 /// Where a comparison takes its noise from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -439,16 +459,11 @@ pub fn markdown(c: &Comparison) -> String {
         out.push('\n');
     }
     out.push_str("| operation | metric | base | current | change | t | verdict |\n|---|---|---:|---:|---:|---:|---|\n");
-    let value = |v: f64, unit: &str| match unit {
-        "ms" => super::text::ms(v),
-        "" => format!("{:.3} %", v * 100.0),
-        u => format!("{v:.1}{u}"),
-    };
+    let value = shown;
     for d in &c.deltas {
         let mark = match d.verdict {
             Verdict::Regressed => "**regressed**",
-            Verdict::Improved => "improved",
-            Verdict::Unchanged => "unchanged",
+            v => v.word(),
         };
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {mark} |\n",

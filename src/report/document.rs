@@ -22,6 +22,49 @@ pub enum Block {
     },
     /// An SVG chart (HTML only).
     Chart(String),
+    /// Headline figures, large, before the tables.
+    Tiles(Vec<Tile>),
+}
+
+/// Names in the order they first appear, each once (operations over a report's rows).
+pub(crate) fn first_seen<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !out.iter().any(|o| o == n) {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
+/// A headline figure: its value, what it is, and a line of context.
+#[derive(Debug, Clone)]
+pub struct Tile {
+    pub value: String,
+    pub label: String,
+    pub note: String,
+    /// Marked as a problem (a breach, errors, a regression).
+    pub bad: bool,
+}
+
+impl Tile {
+    pub fn new(
+        value: impl Into<String>,
+        label: impl Into<String>,
+        note: impl Into<String>,
+    ) -> Tile {
+        Tile {
+            value: value.into(),
+            label: label.into(),
+            note: note.into(),
+            bad: false,
+        }
+    }
+
+    pub fn bad(mut self, bad: bool) -> Tile {
+        self.bad = bad;
+        self
+    }
 }
 
 /// The report's content.
@@ -29,6 +72,7 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     let s = &run.summary;
     let mut doc = vec![
         Block::Heading(format!("mcpbench: {}", s.scenario.name)),
+        Block::Tiles(tiles(s)),
         about(s),
     ];
     if !s.thresholds.is_empty() {
@@ -51,6 +95,75 @@ pub fn document(run: &RunFiles) -> Vec<Block> {
     doc.push(Block::Heading("Plots".into()));
     doc.extend(plots(run).into_iter().map(Block::Chart));
     doc
+}
+
+/// The run's headline: ok/s, latency, errors by class, what a request cost the generator and
+/// the target.
+fn tiles(s: &Summary) -> Vec<Tile> {
+    let mut t = vec![Tile::new(
+        format!("{:.0}", s.totals.throughput),
+        "ok responses/s",
+        format!("{} ok of {} started", s.totals.ok, s.totals.started),
+    )];
+    if let Some(l) = &s.totals.latency {
+        t.push(Tile::new(ms(l.p50_ms), "p50", "ok responses"));
+        t.push(Tile::new(ms(l.p95_ms), "p95", "ok responses"));
+        t.push(Tile::new(
+            ms(l.p99_ms),
+            "p99",
+            format!("max {}", ms(l.max_ms)),
+        ));
+    }
+    let e = &s.errors;
+    let parts: Vec<String> = e
+        .parts()
+        .iter()
+        .map(|(n, r)| format!("{n} {:.2}%", r * 100.0))
+        .collect();
+    t.push(
+        Tile::new(
+            format!("{:.2}%", e.rate * 100.0),
+            "error rate",
+            if parts.is_empty() {
+                format!("of {} calls", e.calls)
+            } else {
+                parts.join(" · ")
+            },
+        )
+        .bad(e.failed > 0),
+    );
+    if let Some(c) = s.generator.cpu_us_per_request {
+        t.push(Tile::new(
+            format!("{c:.1} µs"),
+            "generator CPU per request",
+            "user + system",
+        ));
+    }
+    for p in &s.target_processes {
+        if let Some(c) = p.cpu_us_per_request {
+            t.push(Tile::new(
+                format!("{c:.1} µs"),
+                "target CPU per request",
+                p.name.clone(),
+            ));
+        }
+    }
+    let breached = s.thresholds.iter().filter(|t| !t.passed).count();
+    if !s.thresholds.is_empty() {
+        t.push(
+            Tile::new(
+                format!("{}/{}", s.thresholds.len() - breached, s.thresholds.len()),
+                "thresholds held",
+                if breached > 0 {
+                    "see Thresholds"
+                } else {
+                    "all held"
+                },
+            )
+            .bad(breached > 0),
+        );
+    }
+    t
 }
 
 /// What ran: when, against which target, under which load, for how long.
@@ -260,6 +373,12 @@ pub fn markdown(doc: &[Block]) -> String {
             Block::Para(p) => {
                 let _ = writeln!(out, "{p}\n");
             }
+            Block::Tiles(tiles) => {
+                for t in tiles {
+                    let _ = writeln!(out, "- **{}** {} ({})", t.value, t.label, t.note);
+                }
+                out.push('\n');
+            }
             Block::List(items) => {
                 for i in items {
                     let _ = writeln!(out, "- {i}");
@@ -300,11 +419,9 @@ pub fn html(doc: &[Block]) -> String {
         _ => "mcpbench report".into(),
     };
     let mut out = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
-         body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}}\
-         table{{border-collapse:collapse;margin:0.5em 0 1em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-         td:first-child,th:first-child{{text-align:left}}th{{background:#f3f3f3}}svg.chart{{display:block;margin:1em 0;max-width:100%;height:auto}}\
-         </style></head><body>\n"
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"color-scheme\" content=\"light dark\"><title>{title}</title>\n<style>{STYLE}</style></head><body>\n"
     );
     let mut first = true;
     for b in doc {
@@ -323,30 +440,81 @@ pub fn html(doc: &[Block]) -> String {
                 }
                 out.push_str("</ul>\n");
             }
-            Block::Table { head, rows } => {
-                out.push_str("<table><tr>");
-                for h in head {
-                    let _ = write!(out, "<th>{}</th>", esc(h));
-                }
-                out.push_str("</tr>");
-                for r in rows {
-                    out.push_str("<tr>");
-                    for c in r {
-                        let _ = write!(out, "<td>{}</td>", esc(c));
-                    }
-                    out.push_str("</tr>");
-                }
-                out.push_str("</table>\n");
-            }
+            Block::Tiles(tiles) => html_tiles(&mut out, tiles),
+            Block::Table { head, rows } => html_table(&mut out, head, rows),
             Block::Chart(svg) => {
+                out.push_str("<figure class=\"scroll\">");
                 out.push_str(svg);
-                out.push('\n');
+                out.push_str("</figure>\n");
             }
         }
         first = false;
     }
     out.push_str("</body></html>\n");
     out
+}
+
+/// The page's style: fits a phone's width (tables scroll in their own box, charts scale),
+/// follows the reader's light or dark preference, prints without backgrounds or page breaks
+/// inside a chart.
+const STYLE: &str = "\
+:root{--fg:#1b1b1b;--bg:#fff;--muted:#5f6368;--line:#d0d0d0;--grid:#ececec;--head:#f3f3f3;--tile:#f6f7f9;--bad:#b3261e;--good:#1b7f3b}\
+@media (prefers-color-scheme:dark){:root{--fg:#e6e6e6;--bg:#16181c;--muted:#a0a4ab;--line:#3a3d43;--grid:#2a2d33;--head:#23262b;--tile:#1f2227;--bad:#ff8a80;--good:#7fd89a}}\
+*{box-sizing:border-box}\
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1100px;color:var(--fg);background:var(--bg);padding:0 1em;line-height:1.4}\
+h1{font-size:1.6em;overflow-wrap:anywhere}h2{margin-top:1.6em;border-bottom:1px solid var(--line);padding-bottom:.2em}\
+li{overflow-wrap:anywhere}\
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.6em;margin:1em 0}\
+.tile{background:var(--tile);border:1px solid var(--line);border-radius:8px;padding:.6em .8em;min-width:0}\
+.tile .v{font-size:1.7em;font-weight:600;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}\
+.tile .l{font-weight:600}.tile .n{color:var(--muted);font-size:.85em;overflow-wrap:anywhere}\
+.tile.bad{border-color:var(--bad)}.tile.bad .v{color:var(--bad)}\
+.scroll{overflow-x:auto;max-width:100%}\
+table{border-collapse:collapse;margin:.5em 0 1em;font-variant-numeric:tabular-nums}\
+td,th{border:1px solid var(--line);padding:3px 8px;text-align:right;white-space:nowrap}\
+td:first-child,th:first-child{text-align:left}th{background:var(--head)}td.bad{color:var(--bad);font-weight:600}td.good{color:var(--good)}\
+figure{margin:1em 0}svg.chart{display:block;width:100%;min-width:480px;height:auto;color:var(--fg)}\
+svg.chart text{fill:currentColor}svg.chart .grid{stroke:var(--grid)}svg.chart .frame{stroke:var(--muted)}\
+svg.chart .mark{stroke:var(--muted)}\
+@media print{:root{--fg:#000;--bg:#fff;--tile:#fff;--head:#eee}body{max-width:none;margin:0}figure,.tile,tr{break-inside:avoid}.scroll{overflow:visible}}";
+
+/// Headline tiles.
+fn html_tiles(out: &mut String, tiles: &[Tile]) {
+    out.push_str("<div class=\"tiles\">");
+    for t in tiles {
+        let _ = write!(
+            out,
+            "<div class=\"tile{}\"><div class=\"v\">{}</div><div class=\"l\">{}</div><div class=\"n\">{}</div></div>",
+            if t.bad { " bad" } else { "" },
+            esc(&t.value),
+            esc(&t.label),
+            esc(&t.note)
+        );
+    }
+    out.push_str("</div>\n");
+}
+
+/// A table in a box that scrolls sideways on its own when the window is narrower.
+fn html_table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+    out.push_str("<div class=\"scroll\"><table><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            // Verdicts read at a glance: a regression or breach red, an improvement green.
+            let class = match c.as_str() {
+                "regressed" | "BREACHED" | "breaks" => " class=\"bad\"",
+                "improved" => " class=\"good\"",
+                _ => "",
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table></div>\n");
 }
 
 /// Writes `report.md` and `report.html` into the run's directory.

@@ -2,40 +2,20 @@
 //! throughput, latency and outcomes over time; the target's processes; open-loop lateness.
 
 use super::read_back::RunFiles;
-use super::svg::{Chart, Series, line_chart};
-use super::text::ms;
-
-/// A latency axis' tick label.
-pub(crate) fn latency_label(ms_value: f64) -> String {
-    ms(ms_value)
-}
-
-/// A rate or count axis' tick label (`12k` from ten thousand up).
-pub(crate) fn rate_label(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.0}k", v / 1000.0)
-    } else {
-        format!("{v:.0}")
-    }
-}
+use super::svg::{Axis, Chart, Series, Unit, line_chart};
 
 /// The plots, each an `<svg>` element: latency spectrum per operation, throughput, latency
-/// and failures over time, the target's processes (when watched), open-loop lateness and drops.
+/// and outcomes over time, the target's processes (when watched), open-loop lateness.
 pub(crate) fn plots(run: &RunFiles) -> Vec<String> {
     let m = Measured::of(run);
-    let mut out = vec![
-        line_chart(&spectrum(run)),
-        line_chart(&throughput(&m)),
-        line_chart(&latency(&m)),
-        line_chart(&outcomes(&m)),
-    ];
+    let mut charts = vec![spectrum(run), throughput(&m), latency(&m), outcomes(&m)];
     if !run.summary.target_processes.is_empty() {
-        out.push(line_chart(&target_processes(&m)));
+        charts.extend(target_processes(&m));
     }
     if run.summary.load.model == "open" {
-        out.push(line_chart(&open_loop(&m)));
+        charts.push(open_loop(&m));
     }
-    out
+    charts.iter().map(line_chart).collect()
 }
 
 /// Spectrum: x in "nines" (p90 = 1, p99 = 2…), the maximum half a step past p99.999.
@@ -48,14 +28,9 @@ fn nines(p: f64) -> f64 {
 }
 
 /// The latency spectrum of ok responses, one line per operation.
-fn spectrum(run: &RunFiles) -> Chart<'static> {
-    Chart {
-        title: "Latency spectrum of ok responses, per operation (log scale)",
-        x_label: "percentile",
-        y_label: "latency",
-        log_y: true,
-        x_ticks: Some(vec![
-            (0.0, "min".into()),
+pub(crate) fn spectrum_axis() -> Axis {
+    Axis {
+        ticks: Some(vec![
             (nines(50.0), "p50".into()),
             (1.0, "p90".into()),
             (2.0, "p99".into()),
@@ -64,18 +39,31 @@ fn spectrum(run: &RunFiles) -> Chart<'static> {
             (5.0, "p99.999".into()),
             (5.5, "max".into()),
         ]),
-        y_format: latency_label,
+        ..Axis::linear("percentile", Unit::Of(""))
+    }
+}
+
+/// A spectrum's points (percentile, µs) as a line of a spectrum chart.
+pub(crate) fn spectrum_series(name: &str, pts: &[(f64, u64)]) -> Series {
+    let points = pts
+        .iter()
+        .map(|(p, us)| (nines(*p), (*us).max(1) as f64 / 1000.0))
+        .collect();
+    Series::new(name, points)
+}
+
+/// The latency spectrum of ok responses, one line per operation.
+fn spectrum(run: &RunFiles) -> Chart {
+    Chart {
+        title: "Latency spectrum of ok responses, per operation (log scale)".into(),
+        x: spectrum_axis(),
+        y: Axis::log("latency", Unit::Latency),
         series: run
             .spectra
             .iter()
-            .map(|(op, pts)| Series {
-                name: op.clone(),
-                points: pts
-                    .iter()
-                    .map(|(p, us)| (nines(*p), (*us).max(1) as f64 / 1000.0))
-                    .collect(),
-            })
+            .map(|(op, pts)| spectrum_series(op, pts))
             .collect(),
+        marks: Vec::new(),
     }
 }
 
@@ -131,32 +119,26 @@ impl<'a> Measured<'a> {
     }
 }
 
-/// A line of a chart.
 fn series(name: &str, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        name: name.into(),
-        points,
-    }
+    Series::new(name, points)
 }
 
-/// A chart over the run's time, linear and labelled as rates or counts.
-fn over_time(title: &'static str, y_label: &'static str, series: Vec<Series>) -> Chart<'static> {
+/// A chart over the run's measured time, linear from zero.
+fn over_time(title: &str, y: Axis, series: Vec<Series>) -> Chart {
     Chart {
-        title,
-        x_label: "seconds since start",
-        y_label,
-        log_y: false,
-        x_ticks: None,
-        y_format: rate_label,
+        title: title.into(),
+        x: Axis::linear("time since start", Unit::Of("s")),
+        y,
         series,
+        marks: Vec::new(),
     }
 }
 
 /// Ok responses and errors per second.
-fn throughput(m: &Measured) -> Chart<'static> {
+fn throughput(m: &Measured) -> Chart {
     over_time(
-        "Throughput over time (measured intervals)",
-        "per second",
+        "Throughput per interval: ok responses and errors per second",
+        Axis::linear("rate", Unit::Of("/s")),
         vec![
             series("ok/s", m.over_time("ok_per_s")),
             series("errors/s", m.per_second("errors")),
@@ -165,27 +147,23 @@ fn throughput(m: &Measured) -> Chart<'static> {
 }
 
 /// p50, p99 and p99.9 of ok responses per interval, on a log scale.
-fn latency(m: &Measured) -> Chart<'static> {
-    Chart {
-        title: "Latency over time: p50 and p99 of ok responses per interval (log scale)",
-        x_label: "seconds since start",
-        y_label: "latency",
-        log_y: true,
-        x_ticks: None,
-        y_format: latency_label,
-        series: vec![
+fn latency(m: &Measured) -> Chart {
+    over_time(
+        "Latency of ok responses per interval: p50, p99 and p99.9 (log scale)",
+        Axis::log("latency", Unit::Latency),
+        vec![
             series("p50", m.positive("p50_ms")),
             series("p99", m.positive("p99_ms")),
             series("p99.9", m.positive("p999_ms")),
         ],
-    }
+    )
 }
 
 /// Requests ended per interval: ok, errors, dropped.
-fn outcomes(m: &Measured) -> Chart<'static> {
+fn outcomes(m: &Measured) -> Chart {
     over_time(
-        "Outcomes over time: requests ended per interval",
-        "requests",
+        "Requests ended per interval: ok, errors and dropped",
+        Axis::linear("requests", Unit::Of("")),
         vec![
             series("ok", m.over_time("ok")),
             series("errors", m.over_time("errors")),
@@ -194,27 +172,30 @@ fn outcomes(m: &Measured) -> Chart<'static> {
     )
 }
 
-/// The target's CPU time and memory beside the generator's CPU time.
-fn target_processes(m: &Measured) -> Chart<'static> {
-    over_time(
-        "The target's processes: CPU time per interval and resident memory",
-        "CPU ms / memory MB",
-        vec![
-            series("target CPU ms", m.over_time("target_cpu_ms")),
-            series("generator CPU ms", m.over_time("cpu_ms")),
-            series("target memory MB", m.over_time("target_rss_mb")),
-        ],
-    )
+/// The target's CPU time beside the generator's, and the target's resident memory.
+fn target_processes(m: &Measured) -> [Chart; 2] {
+    [
+        over_time(
+            "CPU time per interval: the target's processes and the generator",
+            Axis::linear("CPU time", Unit::Of("ms")),
+            vec![
+                series("target", m.over_time("target_cpu_ms")),
+                series("generator", m.over_time("cpu_ms")),
+            ],
+        ),
+        over_time(
+            "Resident memory of the target's processes",
+            Axis::linear("memory", Unit::Of("MB")),
+            vec![series("target", m.over_time("target_rss_mb"))],
+        ),
+    ]
 }
 
-/// Open loop: the generator's release lateness and the arrivals it dropped.
-fn open_loop(m: &Measured) -> Chart<'static> {
+/// Open loop: how late the generator released its arrivals.
+fn open_loop(m: &Measured) -> Chart {
     over_time(
-        "Open loop: the generator's release lateness p99 and dropped arrivals",
-        "lateness p99 (ms) / dropped",
-        vec![
-            series("lateness p99 ms", m.over_time("late_p99_ms")),
-            series("dropped", m.over_time("dropped")),
-        ],
+        "Open loop: the generator's release lateness p99 per interval",
+        Axis::linear("lateness", Unit::Latency),
+        vec![series("lateness p99", m.over_time("late_p99_ms"))],
     )
 }

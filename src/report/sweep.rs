@@ -10,9 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::document::{Block, html, markdown};
-use super::plots::{latency_label, rate_label};
-use super::svg::{Chart, Series, line_chart};
+use super::document::{Block, Tile, html, markdown};
+use super::svg::{Axis, Chart, Series, Unit, line_chart};
 
 /// The p99 bounds of the throughput frontier, in milliseconds.
 pub const FRONTIER_BOUNDS_MS: [f64; 5] = [1.0, 5.0, 10.0, 50.0, 100.0];
@@ -305,19 +304,10 @@ pub fn document(r: &FindMaxReport) -> Vec<Block> {
     if r.interrupted {
         facts.push("stopped early: partial results".into());
     }
+    doc.push(Block::Tiles(tiles(r)));
     doc.push(Block::List(facts));
     doc.push(Block::Heading("Verdict".into()));
     doc.push(Block::List(verdict_lines(r)));
-    doc.push(Block::Heading("Steps".into()));
-    let mut head: Vec<String> = HEAD.iter().map(|h| h.to_string()).collect();
-    head[0] = r.level.clone();
-    doc.push(Block::Table {
-        head,
-        rows: step_rows(r),
-    });
-    doc.push(Block::Para(
-        "Each step is a full run with its own results (step-NN/report.html).".into(),
-    ));
     doc.push(Block::Heading("Plots".into()));
     let mut by_level: Vec<&StepResult> = r.steps.iter().filter(|s| s.throughput > 0.0).collect();
     by_level.sort_by(|a, b| a.level.total_cmp(&b.level));
@@ -330,32 +320,33 @@ pub fn document(r: &FindMaxReport) -> Vec<Block> {
         }
         same
     });
-    let curve =
-        |name: &str, pick: fn(&StepResult) -> f64, keep: &dyn Fn(&StepResult) -> bool| Series {
-            name: name.into(),
-            points: by_level
-                .iter()
-                .filter(|s| keep(s))
-                .map(|s| (s.level, pick(s).max(1e-3)))
-                .collect(),
-        };
+    let curve = |name: &str, pick: fn(&StepResult) -> f64, keep: &dyn Fn(&StepResult) -> bool| {
+        let points = by_level
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| (s.level, pick(s).max(1e-3)))
+            .collect();
+        Series::new(name, points)
+    };
     // The p99 line past the knee starts at the last level before it, so the two lines join.
     let last_below = by_level
         .iter()
         .filter(|s| !s.past_knee)
         .map(|s| s.level)
         .fold(f64::MIN, f64::max);
+    let (level_axis, level_unit) = if r.level == "rate" {
+        ("offered load", Unit::Of("requests/s"))
+    } else {
+        ("virtual users", Unit::Of(""))
+    };
+    let mut marks: Vec<(f64, String)> = r.knee.iter().map(|k| (*k, "knee".into())).collect();
+    if let Some(b) = r.best {
+        marks.push((b, "best".into()));
+    }
     doc.push(Block::Chart(line_chart(&Chart {
-        title: "Latency by level (log scale): one point per level tried",
-        x_label: if r.level == "rate" {
-            "offered requests per second"
-        } else {
-            "virtual users"
-        },
-        y_label: "latency",
-        log_y: true,
-        x_ticks: None,
-        y_format: latency_label,
+        title: "Latency of ok responses against the level tried: p50 and p99 (log scale)".into(),
+        x: Axis::linear(level_axis, level_unit),
+        y: Axis::log("latency", Unit::Latency),
         series: vec![
             curve("p50", |s| s.p50_ms, &|_| true),
             curve("p99", |s| s.p99_ms, &|s| !s.past_knee),
@@ -363,34 +354,84 @@ pub fn document(r: &FindMaxReport) -> Vec<Block> {
                 s.past_knee || s.level == last_below
             }),
         ],
+        marks,
     })));
-    // The frontier on a log axis of bounds: x = log10(bound).
     doc.push(Block::Chart(line_chart(&Chart {
-        title: "Throughput frontier: the highest level below the knee at p99 ≤ bound",
-        x_label: "p99 bound",
-        y_label: if r.level == "rate" {
-            "requests per second"
-        } else {
-            "virtual users"
+        title:
+            "Throughput frontier: the highest level below the knee whose p99 is within each bound"
+                .into(),
+        x: Axis {
+            ticks: Some(
+                FRONTIER_BOUNDS_MS
+                    .iter()
+                    .map(|b| (*b, format!("{b} ms")))
+                    .collect(),
+            ),
+            ..Axis::log("p99 bound", Unit::Of(""))
         },
-        log_y: false,
-        x_ticks: Some(
-            FRONTIER_BOUNDS_MS
+        y: Axis::linear(level_axis, level_unit),
+        series: vec![Series::new(
+            "highest level",
+            r.frontier
                 .iter()
-                .map(|b| (b.log10(), format!("{b} ms")))
+                .filter_map(|f| Some((f.p99_bound_ms, f.level?)))
                 .collect(),
-        ),
-        y_format: rate_label,
-        series: vec![Series {
-            name: "highest level".into(),
-            points: r
-                .frontier
-                .iter()
-                .filter_map(|f| Some((f.p99_bound_ms.log10(), f.level?)))
-                .collect(),
-        }],
+        )],
+        marks: Vec::new(),
     })));
+    doc.push(Block::Heading("Steps".into()));
+    let mut head: Vec<String> = HEAD.iter().map(|h| h.to_string()).collect();
+    head[0] = r.level.clone();
+    doc.push(Block::Table {
+        head,
+        rows: step_rows(r),
+    });
+    doc.push(Block::Para(
+        "Each step is a full run with its own results (step-NN/report.html).".into(),
+    ));
     doc
+}
+
+/// The search's headline: the highest level that held, the knee, the steps it took.
+fn tiles(r: &FindMaxReport) -> Vec<Tile> {
+    let unit = if r.level == "rate" { "/s" } else { " users" };
+    let best = r.best.and_then(|b| {
+        r.steps
+            .iter()
+            .filter(|s| s.level == b && s.passed)
+            .max_by_key(|s| s.stage == Stage::Confirm)
+    });
+    let mut t = vec![match (r.best, best) {
+        (Some(b), Some(s)) => Tile::new(
+            format!("{b:.0}{unit}"),
+            "highest level that held",
+            format!(
+                "{:.0} ok/s, p99 {:.2} ms{}",
+                s.throughput,
+                s.p99_ms,
+                if r.confirmed == Some(true) {
+                    ", confirmed"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        _ => Tile::new("none", "highest level that held", slo_text(r)).bad(true),
+    }];
+    t.push(match r.knee {
+        Some(k) => Tile::new(
+            format!("{k:.0}{unit}"),
+            "knee",
+            "latency not quoted past it",
+        ),
+        None => Tile::new("not reached", "knee", "no saturation seen"),
+    });
+    t.push(Tile::new(
+        r.steps.len().to_string(),
+        "steps",
+        format!("{} search", r.search),
+    ));
+    t
 }
 
 /// Writes `report.md` and `report.html` of a search into its directory.
