@@ -146,6 +146,18 @@ fn local_shards_run_as_processes_and_merge() {
     }
     assert_eq!(merged["totals"]["started"].as_u64(), Some(sum));
     assert_eq!(merged["totals"]["failed"].as_u64(), Some(0), "{merged}");
+    // The merged page draws each shard's health over time, both shards on it.
+    let page = std::fs::read_to_string(dir.path().join("split/report.html")).unwrap();
+    for title in ["merged shard's throughput", "merged shard's p99"] {
+        let at = page
+            .find(title)
+            .unwrap_or_else(|| panic!("{title}: {page}"));
+        let chart = &page[at..at + page[at..].find("</svg>").unwrap()];
+        assert!(
+            chart.contains(">shard 1/2<") && chart.contains(">shard 2/2<"),
+            "{chart}"
+        );
+    }
     // Both shards' users, from every address of the block (two users each, plus a
     // preflight per shard from the first).
     let by = spread(&seen);

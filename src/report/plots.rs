@@ -15,7 +15,45 @@ pub(crate) fn plots(run: &RunFiles) -> Vec<String> {
     if run.summary.load.model == "open" {
         charts.push(open_loop(&m));
     }
+    charts.extend(shards(run));
     charts.iter().map(line_chart).collect()
+}
+
+/// Merged shards: each shard's ok/s and p99 per interval, read from its own directory when it
+/// is still there (its time line shifted by how late it started).
+fn shards(run: &RunFiles) -> Vec<Chart> {
+    let mut ok = Vec::new();
+    let mut p99 = Vec::new();
+    for (i, h) in run.summary.shards.iter().enumerate() {
+        let dir = std::path::Path::new(&h.dir);
+        let Ok(shard) = RunFiles::read(dir).or_else(|_| RunFiles::read(&run.dir.join(dir))) else {
+            continue;
+        };
+        let name = match &h.shard {
+            Some(s) => format!("shard {}/{}", s.index + 1, s.count),
+            None => format!("run {}", i + 1),
+        };
+        let late = h.late_seconds.unwrap_or(0.0);
+        let m = Measured::of(&shard);
+        let shift = |v: Vec<(f64, f64)>| v.into_iter().map(|(t, y)| (t + late, y)).collect();
+        ok.push(series(&name, shift(m.over_time("ok_per_s"))));
+        p99.push(series(&name, shift(m.positive("p99_ms"))));
+    }
+    if ok.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        over_time(
+            "Each merged shard's throughput per interval: ok responses per second",
+            Axis::linear("rate", Unit::Of("/s")),
+            ok,
+        ),
+        over_time(
+            "Each merged shard's p99 of ok responses per interval (log scale)",
+            Axis::log("latency", Unit::Latency),
+            p99,
+        ),
+    ]
 }
 
 /// Spectrum: x in "nines" (p90 = 1, p99 = 2…), the maximum half a step past p99.999.
