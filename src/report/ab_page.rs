@@ -84,15 +84,20 @@ fn interval(e: &Estimate, f: fn(f64) -> String) -> String {
     format!("95 % CI {} … {}", f(e.low), f(e.high))
 }
 
-/// Per target and level (the first operation): added p50, added p99, throughput ratio.
+/// Per target and level (the first operation, named when there are several): added p50,
+/// added p99, throughput ratio.
 fn tiles(r: &AbReport) -> Vec<Tile> {
     let mut t = Vec::new();
     for lv in &r.levels {
         let Some(first) = lv.comparisons.first().map(|c| c.operation.clone()) else {
             continue;
         };
+        let several = operations(lv).len() > 1;
         for c in lv.comparisons.iter().filter(|c| c.operation == first) {
-            let at = format!("{} · {}", c.target, level_text(r, lv.level));
+            let mut at = format!("{} · {}", c.target, level_text(r, lv.level));
+            if several {
+                at = format!("{at} · {first}");
+            }
             for m in ["p50", "p99"] {
                 if let Some(d) = c.deltas.iter().find(|d| d.metric == m) {
                     t.push(
@@ -407,6 +412,10 @@ mod tests {
         };
         assert_eq!(tiles.len(), 6, "added p50, p99, throughput × 2 levels");
         assert_eq!(tiles[0].value, "+50 µs");
+        assert_eq!(
+            tiles[0].label, "added p50 · gateway · c=1",
+            "one operation: not named"
+        );
         let charts: Vec<&String> = doc
             .iter()
             .filter_map(|b| match b {
