@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::ab::{AbLevel, AbReport, Comparison, Estimate, METRICS, level_text, lines};
 use super::document::{Block, Tile, first_seen, html, markdown};
-use super::plots::{spectrum_axis, spectrum_series};
+use super::plots::{nines, spectrum_axis, spectrum_series};
 use super::read_back::RunFiles;
 use super::svg::{Axis, Bars, Chart, Series, Unit, bar_chart, line_chart};
 
@@ -185,12 +185,12 @@ fn level_charts(r: &AbReport, lv: &AbLevel, op: &str, merged: &Path) -> Vec<Stri
 
 /// The compared percentiles (p50 … p99.9), by their means over the rounds, as spectra.
 fn compared_percentiles(r: &AbReport, comps: &[&Comparison]) -> Vec<Series> {
-    let nines = [0.301, 1.0, 1.301, 2.0, 3.0];
     let line = |name: &str, pick: &dyn Fn(&super::ab::Delta) -> f64, c: &Comparison| {
+        // `p99.9` is the 99.9th percentile: its place on the spectrum's axis.
         let pts = c
             .deltas
             .iter()
-            .filter_map(|d| Some((nines[METRICS.iter().position(|m| *m == d.metric)?], pick(d))))
+            .filter_map(|d| Some((nines(d.metric.strip_prefix('p')?.parse().ok()?), pick(d))))
             .collect();
         Series::new(name, pts)
     };
@@ -425,6 +425,9 @@ mod tests {
             .collect();
         assert_eq!(charts.len(), 2 + 2 * 3, "{doc:?}");
         assert!(charts[2].contains(">direct<") && charts[2].contains(">gateway<"));
+        // Without merged results, the spectra are the five compared percentiles per target.
+        assert_eq!(charts[2].matches("<polyline").count(), 2, "{}", charts[2]);
+        assert_eq!(charts[2].matches("<circle").count(), 10, "{}", charts[2]);
         assert_eq!(
             charts[0].matches("<path").count(),
             4,

@@ -57,7 +57,7 @@ fn shards(run: &RunFiles) -> Vec<Chart> {
 }
 
 /// Spectrum: x in "nines" (p90 = 1, p99 = 2…), the maximum half a step past p99.999.
-fn nines(p: f64) -> f64 {
+pub(crate) fn nines(p: f64) -> f64 {
     if p >= 100.0 {
         5.5
     } else {

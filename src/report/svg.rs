@@ -433,11 +433,7 @@ impl Frame {
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>",
             LEFT + PW / 2.0,
             H - 8.0,
-            esc(if c.x.ticks.is_some() {
-                c.x.label
-            } else {
-                &self.x.label
-            }),
+            esc(&self.x.label),
             TOP + PH / 2.0,
             TOP + PH / 2.0,
             esc(&self.y.label)
