@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use send_wrapper::SendWrapper;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::client::endpoint;
@@ -247,7 +248,7 @@ type Upstreams = Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>>;
 
 thread_local! {
     /// The lane of this server thread, when the server runs one per thread.
-    static LANE: RefCell<Option<mpsc::UnboundedSender<Job>>> = const { RefCell::new(None) };
+    static LANE: RefCell<Option<Rc<Lane>>> = const { RefCell::new(None) };
 }
 
 /// The upstreams behind a gateway, their tools, and the lanes that call them: one per server
@@ -270,7 +271,7 @@ pub struct Gateway {
     /// Server threads' lanes open their upstream sessions at once ([`Gateway::start_transparent`]).
     warm: bool,
     /// Lanes whose upstream sessions are open (`warm`), and its signal.
-    warmed: Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>,
+    warmed: Warmed,
 }
 
 /// Settings of [`Gateway::start`].
@@ -413,7 +414,8 @@ impl Gateway {
                     .name(format!("mcpbench-upstream-{t}"))
                     .spawn(move || {
                         let local = tokio::task::LocalSet::new();
-                        local.block_on(&rt, lane(rx, specs, routes, (pool, timeout), None));
+                        let lane = Lane::new(specs, routes, (pool, timeout));
+                        local.block_on(&rt, io_thread(rx, lane));
                     })
                     .map_err(GatewayError::Runtime)?,
             );
@@ -461,6 +463,20 @@ impl Proxy for Gateway {
         arguments: Option<Bytes>,
         progress: Option<ProgressRelay>,
     ) -> ProxyFuture {
+        if index >= self.routes.len() {
+            return Box::pin(std::future::ready(Err(ProxyError::Unavailable {
+                detail: format!("the gateway has no tool {index}"),
+            })));
+        }
+        // This thread's lane if it has one: the call runs in the caller's own task (no hand-over
+        // to another task or thread). The future holds the thread's sessions, which never leave
+        // it: a server thread's connections run on its `LocalSet` (`has_lane`), and
+        // `SendWrapper` checks at every poll and at the drop that this stays true.
+        if let Some(lane) = LANE.with(|l| l.borrow().clone()) {
+            return Box::pin(SendWrapper::new(async move {
+                lane.call(index, arguments, progress).await
+            }));
+        }
         let (reply, answer) = oneshot::channel();
         let job = Job {
             tool: index,
@@ -468,19 +484,8 @@ impl Proxy for Gateway {
             progress,
             reply,
         };
-        // This thread's lane if it has one (no other thread woken), else a lane thread.
-        let job = LANE.with(|l| match l.borrow().as_ref() {
-            Some(tx) => tx.send(job).err().map(|e| e.0),
-            None => Some(job),
-        });
-        let sent = index < self.routes.len()
-            && match job {
-                None => true,
-                Some(job) => {
-                    let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
-                    self.lanes[lane].send(job).is_ok()
-                }
-            };
+        let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+        let sent = self.lanes[lane].send(job).is_ok();
         Box::pin(async move {
             if !sent {
                 return Err(ProxyError::Unavailable {
@@ -496,23 +501,40 @@ impl Proxy for Gateway {
     }
 
     fn lane(&self) -> Option<std::pin::Pin<Box<dyn Future<Output = ()>>>> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        LANE.with(|l| *l.borrow_mut() = Some(tx));
-        Some(Box::pin(lane(
-            rx,
-            self.upstreams.clone(),
-            self.routes.clone(),
-            (self.pool, self.timeout),
-            self.warm.then(|| self.warmed.clone()),
-        )))
+        let lane = Rc::new(self.new_lane());
+        LANE.with(|l| *l.borrow_mut() = Some(lane.clone()));
+        let warm = self.warm.then(|| self.warmed.clone());
+        Some(Box::pin(async move {
+            if let Some(warmed) = warm {
+                lane.warm().await;
+                let (n, ready) = &*warmed;
+                *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                ready.notify_all();
+            }
+            lane.ended.notified().await;
+            lane.close().await;
+        }))
     }
 
     fn end_lane(&self) {
-        LANE.with(|l| l.borrow_mut().take());
+        if let Some(lane) = LANE.with(|l| l.borrow_mut().take()) {
+            // A permit if the lane is not waiting yet (still warming).
+            lane.ended.notify_one();
+        }
     }
 
     fn has_lane(&self) -> bool {
         LANE.with(|l| l.borrow().is_some())
+    }
+}
+
+impl Gateway {
+    fn new_lane(&self) -> Lane {
+        Lane::new(
+            self.upstreams.clone(),
+            self.routes.clone(),
+            (self.pool, self.timeout),
+        )
     }
 }
 
@@ -538,53 +560,100 @@ fn discover(s: &UpstreamSpec) -> Result<Discovered, String> {
 /// Lanes counted as their upstream sessions are open.
 type Warmed = Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>;
 
-/// One I/O thread: runs each job it is handed on a pooled session of the job's upstream;
-/// `warm`: one session of each upstream opened at once, the lane counted there when done.
-async fn lane(
-    mut rx: mpsc::UnboundedReceiver<Job>,
-    specs: Arc<Vec<(Arc<Endpoint>, Vec<CallSpec>)>>,
+/// One thread's client side of the upstreams: a pool of sessions per upstream, made at the
+/// first call (the sessions themselves open on demand), closed when the lane ends.
+struct Lane {
+    upstreams: Upstreams,
     routes: Arc<Vec<(usize, String)>>,
-    (pool, timeout): (usize, Duration),
-    warm: Option<Warmed>,
-) {
-    let mut pools: Vec<Rc<dyn Upstream>> = Vec::with_capacity(specs.len());
-    for (ep, calls) in specs.iter() {
-        let pooled = Pooled {
-            ep: ep.clone(),
+    pool: usize,
+    timeout: Duration,
+    pools: tokio::sync::OnceCell<Vec<Rc<dyn Upstream>>>,
+    /// A server thread's lane is told to close its sessions ([`Proxy::end_lane`]).
+    ended: Notify,
+}
+
+impl Lane {
+    fn new(
+        upstreams: Upstreams,
+        routes: Arc<Vec<(usize, String)>>,
+        (pool, timeout): (usize, Duration),
+    ) -> Lane {
+        Lane {
+            upstreams,
+            routes,
             pool,
-            calls: calls.clone(),
             timeout,
-        };
-        // A mux transport shares one connection per thread; HTTP sessions are each their own.
-        let sharing = Sharing::Multiplexed { users: pool };
-        pools.push(with_sessions(ep, sharing, true, pooled).await.0);
+            pools: tokio::sync::OnceCell::new(),
+            ended: Notify::new(),
+        }
     }
-    if let Some(warmed) = warm {
-        let pools = pools.clone();
-        tokio::task::spawn_local(async move {
-            for p in &pools {
-                p.warm().await;
+
+    async fn pools(&self) -> &[Rc<dyn Upstream>] {
+        self.pools
+            .get_or_init(|| async {
+                let mut pools: Vec<Rc<dyn Upstream>> = Vec::with_capacity(self.upstreams.len());
+                for (ep, calls) in self.upstreams.iter() {
+                    let pooled = Pooled {
+                        ep: ep.clone(),
+                        pool: self.pool,
+                        calls: calls.clone(),
+                        timeout: self.timeout,
+                    };
+                    // A mux transport shares one connection per thread; HTTP sessions are each
+                    // their own.
+                    let sharing = Sharing::Multiplexed { users: self.pool };
+                    pools.push(with_sessions(ep, sharing, true, pooled).await.0);
+                }
+                pools
+            })
+            .await
+    }
+
+    /// Tool `tool` called on one of this thread's sessions of its upstream.
+    async fn call(
+        &self,
+        tool: usize,
+        arguments: Option<Bytes>,
+        progress: Option<ProgressRelay>,
+    ) -> Result<Proxied, ProxyError> {
+        let Some(&(upstream, _)) = self.routes.get(tool) else {
+            return Err(ProxyError::Unavailable {
+                detail: format!("the gateway has no tool {tool}"),
+            });
+        };
+        let pool = self.pools().await[upstream].clone();
+        pool.call(tool, arguments.as_deref(), progress).await
+    }
+
+    /// One session of each upstream opened now (a transparent proxy's lanes).
+    async fn warm(&self) {
+        for p in self.pools().await {
+            p.warm().await;
+        }
+    }
+
+    async fn close(&self) {
+        if let Some(pools) = self.pools.get() {
+            for p in pools {
+                p.close().await;
             }
-            let (n, ready) = &*warmed;
-            *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-            ready.notify_all();
-        });
+        }
     }
+}
+
+/// One of the gateway's own I/O threads (for callers on threads without a lane): runs each job
+/// it is handed on its lane, on a task of its own; closes the sessions when the gateway drops
+/// the channel.
+async fn io_thread(mut rx: mpsc::UnboundedReceiver<Job>, lane: Lane) {
+    let lane = Rc::new(lane);
     while let Some(job) = rx.recv().await {
-        let Some((upstream, _)) = routes.get(job.tool) else {
-            continue;
-        };
-        let p = pools[*upstream].clone();
+        let lane = lane.clone();
         tokio::task::spawn_local(async move {
-            let result = p
-                .call(job.tool, job.arguments.as_deref(), job.progress)
-                .await;
+            let result = lane.call(job.tool, job.arguments, job.progress).await;
             let _ = job.reply.send(result);
         });
     }
-    for p in pools {
-        p.close().await;
-    }
+    lane.close().await;
 }
 
 /// What a lane's pool of one upstream is made of.
