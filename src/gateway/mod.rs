@@ -691,7 +691,8 @@ trait Upstream {
 }
 
 struct Pool<S, F> {
-    idle: RefCell<Vec<S>>,
+    /// Boxed: a session is large (its buffers' state), and a call moves it out and back.
+    idle: RefCell<Vec<Box<S>>>,
     made: Cell<usize>,
     max: usize,
     freed: Notify,
@@ -714,20 +715,20 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
         }
     }
 
-    async fn checkout(&self) -> S {
+    async fn checkout(&self) -> Box<S> {
         loop {
             if let Some(s) = self.idle.borrow_mut().pop() {
                 return s;
             }
             if self.made.get() < self.max {
                 self.made.set(self.made.get() + 1);
-                return (self.make)();
+                return Box::new((self.make)());
             }
             self.freed.notified().await;
         }
     }
 
-    fn checkin(&self, s: S) {
+    fn checkin(&self, s: Box<S>) {
         self.idle.borrow_mut().push(s);
         self.freed.notify_one();
     }
@@ -805,7 +806,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                     relay.relay(m);
                 })));
             }
-            let exchange = self.exchange(&mut s, tool, arguments, asks);
+            let exchange = self.exchange(&mut *s, tool, arguments, asks);
             let r = match tokio::time::timeout(self.timeout, exchange).await {
                 Ok(r) => r,
                 Err(_) => {
@@ -830,7 +831,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
             let mut s = self.checkout().await;
             // As a call opens it (exchange): a shared connection by one caller only.
             let open = async {
-                if !s.is_open() && claim_or_wait(&mut s).await == Opening::Mine {
+                if !s.is_open() && claim_or_wait(&mut *s).await == Opening::Mine {
                     s.open().await;
                 }
             };
@@ -841,7 +842,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
 
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>> {
         Box::pin(async move {
-            let sessions: Vec<S> = self.idle.borrow_mut().drain(..).collect();
+            let sessions: Vec<Box<S>> = self.idle.borrow_mut().drain(..).collect();
             for mut s in sessions {
                 let _ = tokio::time::timeout(Duration::from_secs(2), s.close()).await;
             }

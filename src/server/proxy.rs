@@ -161,8 +161,19 @@ fn server_timing(upstream: Duration, total: Duration) -> String {
         let us = d.as_micros();
         (us / 1000, us % 1000)
     };
-    let ((u, uf), (g, gf)) = (ms(upstream), ms(total.saturating_sub(upstream)));
-    format!("upstream;dur={u}.{uf:03}, gateway;dur={g}.{gf:03}")
+    let mut out = String::with_capacity(48);
+    let mut put = |label: &str, d: Duration| {
+        let (whole, frac) = ms(d);
+        out.push_str(label);
+        out.push_str(itoa::Buffer::new().format(whole));
+        out.push('.');
+        for digit in [frac / 100, frac / 10 % 10, frac % 10] {
+            out.push(char::from(b'0' + digit as u8));
+        }
+    };
+    put("upstream;dur=", upstream);
+    put(", gateway;dur=", total.saturating_sub(upstream));
+    out
 }
 
 /// The upstreams behind a gateway.
@@ -227,13 +238,15 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
 /// `true` after the colon and any whitespace.
 pub(crate) fn is_tool_error(result: &[u8]) -> bool {
     const KEY: &[u8] = br#""isError""#;
-    result.windows(KEY.len()).enumerate().any(|(i, w)| {
-        w == KEY
-            && result[i + KEY.len()..]
-                .iter()
-                .skip_while(|b| b.is_ascii_whitespace() || **b == b':')
-                .take(4)
-                .eq(b"true".iter())
+    // Every proxied call: a vectorised search, not a comparison at every byte.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(KEY));
+    FINDER.find_iter(result).any(|i| {
+        result[i + KEY.len()..]
+            .iter()
+            .skip_while(|b| b.is_ascii_whitespace() || **b == b':')
+            .take(4)
+            .eq(b"true".iter())
     })
 }
 
@@ -295,6 +308,8 @@ mod tests {
         assert!(is_tool_error(br#"{"content":[],"isError":true}"#));
         assert!(is_tool_error(br#"{"isError" :  true, "content":[]}"#));
         assert!(!is_tool_error(br#"{"isError": false}"#));
+        assert!(is_tool_error(br#"{"m":{"isError":false},"isError":true}"#));
+        assert!(!is_tool_error(br#"{"isError""#), "the key at the very end");
         assert!(!is_tool_error(old));
     }
 
