@@ -463,15 +463,11 @@ impl Proxy for Gateway {
         arguments: Option<Bytes>,
         progress: Option<ProgressRelay>,
     ) -> ProxyFuture {
-        if index >= self.routes.len() {
-            return Box::pin(std::future::ready(Err(ProxyError::Unavailable {
-                detail: format!("the gateway has no tool {index}"),
-            })));
-        }
-        // This thread's lane if it has one: the call runs in the caller's own task (no hand-over
-        // to another task or thread). The future holds the thread's sessions, which never leave
-        // it: a server thread's connections run on its `LocalSet` (`has_lane`), and
-        // `SendWrapper` checks at every poll and at the drop that this stays true.
+        // An unknown tool is refused by `Lane::call`, on either path. This thread's lane if it
+        // has one: the call runs in the caller's own task (no hand-over to another task or
+        // thread). The future holds the thread's sessions, which never leave it: a server
+        // thread's connections run on its `LocalSet` (`has_lane`), and `SendWrapper` checks at
+        // every poll and at the drop that this stays true.
         if let Some(lane) = LANE.with(|l| l.borrow().clone()) {
             return Box::pin(SendWrapper::new(async move {
                 lane.call(index, arguments, progress).await
