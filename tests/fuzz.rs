@@ -204,6 +204,29 @@ fn envelope_bytes_that_are_not_utf8_are_not_json() {
     assert_eq!(decoded, Err(mcpbench::protocol::jsonrpc::DecodeError::Json));
 }
 
+/// The walk that trusts valid JSON (`scan::Checked::Yes`, how a gateway takes an upstream's
+/// `result`) steps over every kind of value as the checking walk does: numbers and literals
+/// ended by `,` `}` or whitespace, escaped quotes and backslashes, brackets inside strings.
+#[test]
+fn trusted_walk_steps_over_every_kind_of_value() {
+    use mcpbench::protocol::scan::{self, Checked};
+    let data =
+        br#"{"n":-1.5e3 ,"t":true,"z":null,"s":"a\"}]\\","id":[{"x":"}"},[]],"result":{"k":[0]}}"#;
+    fuzzing::envelope(data);
+    for checked in [Checked::No, Checked::Yes] {
+        assert_eq!(
+            scan::member(data, "result", checked),
+            Some(&br#"{"k":[0]}"#[..])
+        );
+        assert_eq!(scan::member(data, "n", checked), Some(&b"-1.5e3"[..]));
+        assert_eq!(scan::member(data, "s", checked), Some(&br#""a\"}]\\""#[..]));
+        assert_eq!(
+            scan::without_members(data, &["id", "result", "t"], checked).as_deref(),
+            Some(&br#"{"n":-1.5e3,"z":null,"s":"a\"}]\\"}"#[..])
+        );
+    }
+}
+
 // ---------------------------------------------------------------- SSE decoder
 
 fn sse_stream() -> impl Strategy<Value = Vec<u8>> {

@@ -4,7 +4,7 @@
 use crate::metrics::outcome::{Outcome, ProtocolKind};
 use crate::protocol::jsonrpc::{self, Codec, DecodeError};
 use crate::protocol::reply_memo::ReplyMemo;
-use crate::protocol::scan;
+use crate::protocol::scan::{self, Checked};
 
 /// Decodes `data` with the scanner and with serde_json: the same verdict (accepted or which
 /// rejection) and, when accepted, the same message (kind, id, method, `isError`,
@@ -46,14 +46,18 @@ fn members_agree(data: &[u8]) {
         result: Option<&'a serde_json::value::RawValue>,
     }
     let Ok(text) = std::str::from_utf8(data) else {
-        assert_eq!(scan::member(data, "result"), None, "not UTF-8, not JSON");
+        assert_eq!(
+            scan::member(data, "result", Checked::No),
+            None,
+            "not UTF-8, not JSON"
+        );
         return;
     };
     let serde = serde_json::from_str::<Response<'_>>(text)
         .ok()
         .and_then(|r| r.result)
         .map(|r| r.get().as_bytes());
-    let scanned = scan::member(data, "result").filter(|v| *v != b"null");
+    let scanned = scan::member(data, "result", Checked::No).filter(|v| *v != b"null");
     assert_eq!(
         scanned,
         serde,
@@ -62,10 +66,25 @@ fn members_agree(data: &[u8]) {
     );
     // Members dropped from an object serde_json reads: the same object without them. (Where
     // serde_json refuses a value it would skip — a lone surrogate, say — only no panic.)
-    let dropped = scan::without_members(data, &["id", "result"]);
+    let dropped = scan::without_members(data, &["id", "result"], Checked::No);
     let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(text) else {
         return;
     };
+    // Valid JSON: the walk that trusts it finds the same spans as the one that checks.
+    let trusted = scan::member(data, "result", Checked::Yes).filter(|v| *v != b"null");
+    assert_eq!(
+        trusted,
+        serde,
+        "Checked::Yes disagrees on {}",
+        super::show(data)
+    );
+    let kept = scan::without_members(data, &["id", "result"], Checked::Yes);
+    assert_eq!(
+        kept,
+        dropped,
+        "Checked::Yes disagrees on {}",
+        super::show(data)
+    );
     object.remove("id");
     object.remove("result");
     assert_eq!(

@@ -94,26 +94,22 @@ impl State {
 fn accepts_both(h: &HeaderMap) -> bool {
     let mut json = false;
     let mut sse = false;
-    for v in h
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-    {
-        for item in v.split(',') {
+    for v in h.get_all(header::ACCEPT) {
+        // Every request: compared in place, without a lowercased copy of each item.
+        for item in v.as_bytes().split(|&b| b == b',') {
             let m = item
-                .split(';')
+                .split(|&b| b == b';')
                 .next()
                 .unwrap_or(item)
-                .trim()
-                .to_ascii_lowercase();
-            match m.as_str() {
-                "*/*" => {
-                    json = true;
-                    sse = true;
-                }
-                "application/json" | "application/*" => json = true,
-                "text/event-stream" | "text/*" => sse = true,
-                _ => {}
+                .trim_ascii();
+            let is = |name: &str| m.eq_ignore_ascii_case(name.as_bytes());
+            if is("*/*") {
+                json = true;
+                sse = true;
+            } else if is("application/json") || is("application/*") {
+                json = true;
+            } else if is("text/event-stream") || is("text/*") {
+                sse = true;
             }
         }
     }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use super::wire::MODERN_RESULT_TAIL;
 use crate::protocol::jsonrpc::code;
+use crate::protocol::scan;
 use crate::protocol::version::Revision;
 
 /// A tool of an upstream, as the gateway lists it.
@@ -228,8 +229,12 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
             None => Cow::Borrowed(result),
         },
         // What an older client does not know goes; the rest stays as the upstream wrote it.
-        (true, false) => crate::protocol::scan::without_members(result, &["resultType", "_meta"])
-            .map_or(Cow::Borrowed(result), Cow::Owned),
+        // The result is part of a reply decoded as a whole (`Checked::Yes`).
+        (true, false) => {
+            let drop = ["resultType", "_meta"];
+            crate::protocol::scan::without_members(result, &drop, scan::Checked::Yes)
+                .map_or(Cow::Borrowed(result), Cow::Owned)
+        }
         _ => Cow::Borrowed(result),
     }
 }
