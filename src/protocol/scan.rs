@@ -399,20 +399,25 @@ pub enum Checked {
     /// Nothing yet: every byte is validated (the verdict serde_json gives).
     No,
     /// `buf` is (part of) a message a codec decoded as a whole, so valid JSON: values are
-    /// stepped over by matching brackets and skipping strings, not checked again (about a
-    /// third of the instructions; a gateway takes an upstream's `result` this way). Bytes that
-    /// are not valid after all give a wrong span or `None`, never a panic.
+    /// stepped over by matching brackets and skipping strings, not checked again (a gateway
+    /// takes an upstream's `result` this way: 61 % of the checking walk's instructions on the
+    /// reference server's `echo` reply). Bytes that are not valid after all give a wrong span
+    /// or `None`, never a panic.
     Yes,
 }
 
 /// Past the value at `i` of valid JSON (see [`Checked::Yes`]): strings skipped, brackets
 /// counted, nothing else looked at. `None` when the bytes end first.
-fn skip_checked(b: &[u8], mut i: usize) -> Option<usize> {
+fn skip_valid(b: &[u8], mut i: usize) -> Option<usize> {
     let mut depth = 0usize;
     loop {
-        let c = *b.get(i)?;
-        match c {
-            b'"' => i = end_of_string(b, i + 1)?,
+        match *b.get(i)? {
+            b'"' => {
+                i = end_of_string(b, i + 1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
             b'{' | b'[' => {
                 depth += 1;
                 i += 1;
@@ -420,14 +425,14 @@ fn skip_checked(b: &[u8], mut i: usize) -> Option<usize> {
             b'}' | b']' if depth > 0 => {
                 depth -= 1;
                 i += 1;
+                if depth == 0 {
+                    return Some(i);
+                }
             }
             // What ends a number or a literal at the top: the enclosing object's or array's
             // punctuation, or whitespace.
             b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' if depth == 0 => return Some(i),
             _ => i += 1,
-        }
-        if depth == 0 && matches!(c, b'"' | b'}' | b']') {
-            return Some(i);
         }
     }
 }
@@ -462,7 +467,7 @@ fn members<'a>(
         let at = s.i;
         match checked {
             Checked::No => s.skip(1)?,
-            Checked::Yes => s.i = skip_checked(buf, at).ok_or(BAD)?,
+            Checked::Yes => s.i = skip_valid(buf, at).ok_or(BAD)?,
         }
         f(&k, at..s.i)
     })

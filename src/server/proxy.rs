@@ -232,7 +232,7 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
         // The result is part of a reply decoded as a whole (`Checked::Yes`).
         (true, false) => {
             let drop = ["resultType", "_meta"];
-            crate::protocol::scan::without_members(result, &drop, scan::Checked::Yes)
+            scan::without_members(result, &drop, scan::Checked::Yes)
                 .map_or(Cow::Borrowed(result), Cow::Owned)
         }
         _ => Cow::Borrowed(result),
