@@ -57,6 +57,17 @@ fn still_serves(a: SocketAddr) {
     );
 }
 
+/// A `POST /mcp` request head with MCP's headers, `extra` (header lines, each ending in CRLF)
+/// after the Host.
+fn post_head(a: SocketAddr, extra: &str) -> String {
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {a}\r\n{extra}");
+    for (n, v) in MCP_HEADERS {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
 fn connect(a: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(a).expect("connect");
     s.set_read_timeout(Some(HANG)).unwrap();
@@ -240,11 +251,7 @@ fn a_body_that_stops_arriving_gets_408() {
     });
     let a = srv.mcp_addr;
     let mut s = connect(a);
-    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {a}\r\nContent-Length: 100\r\n");
-    for (n, v) in MCP_HEADERS {
-        head.push_str(&format!("{n}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
+    let head = post_head(a, "Content-Length: 100\r\n");
     s.write_all(head.as_bytes()).unwrap();
     s.write_all(br#"{"jsonrpc""#).unwrap();
     let start = Instant::now();
@@ -258,6 +265,43 @@ fn a_body_that_stops_arriving_gets_408() {
         "408 after {took:?}"
     );
     still_serves(a);
+}
+
+/// A body that arrives in pieces (chunked, one write per chunk, the server reading between
+/// them) is read whole: the pieces are joined in order, and one too many bytes is refused.
+#[test]
+fn a_body_that_arrives_in_pieces_is_read_whole() {
+    let srv = launch(Config {
+        max_body: 4096,
+        ..Config::default()
+    });
+    let a = srv.mcp_addr;
+    let send = |body: &str| {
+        let mut s = connect(a);
+        let head = post_head(a, "Transfer-Encoding: chunked\r\nConnection: close\r\n");
+        s.write_all(head.as_bytes()).unwrap();
+        // Write errors are ignored: a refused body's connection may close before its end.
+        for piece in body.as_bytes().chunks(body.len().div_ceil(3)) {
+            std::thread::sleep(Duration::from_millis(20));
+            let _ = s.write_all(format!("{:x}\r\n", piece.len()).as_bytes());
+            let _ = s.write_all(piece);
+            let _ = s.write_all(b"\r\n");
+        }
+        let _ = s.write_all(b"0\r\n\r\n");
+        response(&mut s)
+    };
+    let r = send(&init_body("2025-06-18"));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    let padded = |n: usize| {
+        let pad = "x".repeat(n);
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+    };
+    let fits = padded(4096 - padded(0).len());
+    assert_eq!(fits.len(), 4096);
+    // Accepted as a body (no session, so refused as a request, not for its size).
+    assert_eq!(send(&fits).status, 400);
+    assert_eq!(send(&padded(4097 - padded(0).len())).status, 413);
 }
 
 // 3. Requests in flight per session, and HTTP/2 streams per connection.
@@ -556,13 +600,10 @@ fn deeply_nested_and_oversized_json_over_http() {
     }
     // A chunked body has no length to refuse up front: it is cut off where it passes the cap.
     let mut s = connect(a);
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {a}\r\nMcp-Session-Id: {sid}\r\nTransfer-Encoding: chunked\r\n"
+    let head = post_head(
+        a,
+        &format!("Mcp-Session-Id: {sid}\r\nTransfer-Encoding: chunked\r\n"),
     );
-    for (n, v) in MCP_HEADERS {
-        head.push_str(&format!("{n}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
     s.write_all(head.as_bytes()).unwrap();
     let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, " ".repeat(64 * 1024));
     for _ in 0..2 * MAX_BODY / (64 * 1024) {

@@ -94,13 +94,20 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let mut e = self.owner.lock();
-        match self.key.take() {
-            Some(key) if e.by_id.get(&key).is_some_and(|(seq, _)| *seq == self.seq) => {
-                e.by_id.remove(&key);
-            }
-            _ => {
-                e.unnamed.remove(&self.seq);
-            }
+        // One lookup in the common case (the id is still this request's).
+        let mine = match self.key.take() {
+            Some(key) => match e.by_id.remove_entry(&key) {
+                Some((_, (seq, _))) if seq == self.seq => true,
+                Some((key, entry)) => {
+                    e.by_id.insert(key, entry);
+                    false
+                }
+                None => false,
+            },
+            None => false,
+        };
+        if !mine {
+            e.unnamed.remove(&self.seq);
         }
         e.running -= 1;
         if e.running == 0 {

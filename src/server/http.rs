@@ -26,7 +26,7 @@ use super::dispatch::{Pending, on_notification, on_response};
 use super::policy::Auth;
 use super::proxy::timed;
 use super::response::{
-    SESSION, VERSION, accepted, http_error, json, media_type, method_not_allowed, read_body,
+    SESSION, VERSION, accepted, has_media_type, http_error, json, method_not_allowed, read_body,
     respond, sse, too_many, unauthorized, unavailable,
 };
 use super::session::{Lookup, ResumeError, Session, audit_foreign, seat};
@@ -331,7 +331,7 @@ fn resume(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Respon
 /// request statelessly, `initialize` by opening a session, anything else in its session.
 async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
-    if media_type(headers, header::CONTENT_TYPE).as_deref() != Some("application/json") {
+    if !has_media_type(headers, header::CONTENT_TYPE, "application/json") {
         return http_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code::INVALID_REQUEST,

@@ -22,7 +22,7 @@ use super::body::{Body, SseStream};
 use super::conn::{Conn, Received};
 use super::policy::Seat;
 use super::response::{
-    http_error, json, media_type, method_not_allowed, read_body, respond, sse, unavailable,
+    has_media_type, http_error, json, method_not_allowed, read_body, respond, sse, unavailable,
 };
 use super::session::seat;
 use crate::protocol::jsonrpc::code;
@@ -170,7 +170,7 @@ pub(crate) async fn post(
         }
         return http_error(StatusCode::NOT_FOUND, -32001, "Session not found");
     }
-    if media_type(req.headers(), header::CONTENT_TYPE).as_deref() != Some("application/json") {
+    if !has_media_type(req.headers(), header::CONTENT_TYPE, "application/json") {
         return http_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code::INVALID_REQUEST,

@@ -7,8 +7,8 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
@@ -101,11 +101,14 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> Response<Body> {
     r
 }
 
-pub(crate) fn media_type(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
-    h.get(name)?
-        .to_str()
-        .ok()
-        .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase())
+/// Whether header `name` names media type `expected` (lowercase; parameters after `;` ignored),
+/// compared in place: every POST checks its `Content-Type`, without a lowercased copy.
+pub(crate) fn has_media_type(h: &HeaderMap, name: header::HeaderName, expected: &str) -> bool {
+    h.get(name).is_some_and(|v| {
+        let v = v.as_bytes();
+        let m = v.split(|&b| b == b';').next().unwrap_or(v).trim_ascii();
+        m.eq_ignore_ascii_case(expected.as_bytes())
+    })
 }
 
 /// A request body that could not be read.
@@ -148,24 +151,67 @@ impl BodyError {
 
 /// Reads a request body of at most `max` bytes, within `timeout`. The timer is armed only if
 /// the body is not complete when first asked for (hyper has usually read a small one with its
-/// head), so the common request pays neither a clock read nor a timer.
+/// head), so the common request pays neither a clock read nor a timer. A body that arrives as
+/// one frame is returned as that frame (no collector, no copy). A body over `max` is refused
+/// once more than that has been read, not on its declared length alone: that would leave the
+/// whole body unread for the client to push into a connection that is closing.
 pub(crate) async fn read_body(
-    body: Incoming,
+    mut body: Incoming,
     max: usize,
     timeout: Duration,
 ) -> Result<Bytes, BodyError> {
-    let mut collect = pin!(Limited::new(body, max).collect());
-    let first = poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
-    let collected = match first {
-        Poll::Ready(c) => c,
-        Poll::Pending => match tokio::time::timeout(timeout, collect).await {
-            Ok(c) => c,
-            Err(_) => return Err(BodyError::Timeout),
-        },
-    };
-    match collected {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Err(_) => Err(BodyError::Unreadable),
+    let mut read = pin!(async move {
+        let mut first: Option<Bytes> = None;
+        let mut rest = BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            // Trailers (chunked bodies may carry them) are not part of the message.
+            let Ok(data) = frame.map_err(|_| BodyError::Unreadable)?.into_data() else {
+                continue;
+            };
+            let len = first.as_ref().map_or(0, Bytes::len) + rest.len() + data.len();
+            if len > max {
+                return Err(BodyError::TooLarge);
+            }
+            match first.take() {
+                None if rest.is_empty() => first = Some(data),
+                taken => {
+                    if let Some(f) = taken {
+                        rest.extend_from_slice(&f);
+                    }
+                    rest.extend_from_slice(&data);
+                }
+            }
+        }
+        Ok(first.unwrap_or_else(|| rest.freeze()))
+    });
+    let first = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(r) => r,
+        Poll::Pending => tokio::time::timeout(timeout, read)
+            .await
+            .unwrap_or(Err(BodyError::Timeout)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_compare_without_case_or_parameters() {
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(v));
+            has_media_type(&h, header::CONTENT_TYPE, "application/json")
+        };
+        assert!(with("application/json"));
+        assert!(with(" Application/JSON ; charset=utf-8"));
+        assert!(!with("application/jsonx"));
+        assert!(!with("text/plain; application/json"));
+        assert!(!has_media_type(
+            &HeaderMap::new(),
+            header::CONTENT_TYPE,
+            "application/json"
+        ));
     }
 }
