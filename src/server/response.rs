@@ -161,28 +161,29 @@ pub(crate) async fn read_body(
     timeout: Duration,
 ) -> Result<Bytes, BodyError> {
     let mut read = pin!(async move {
+        // The first frame is kept as it came; only a second one makes a joined copy.
         let mut first: Option<Bytes> = None;
-        let mut rest = BytesMut::new();
+        let mut joined = BytesMut::new();
+        let mut len = 0;
         while let Some(frame) = body.frame().await {
             // Trailers (chunked bodies may carry them) are not part of the message.
             let Ok(data) = frame.map_err(|_| BodyError::Unreadable)?.into_data() else {
                 continue;
             };
-            let len = first.as_ref().map_or(0, Bytes::len) + rest.len() + data.len();
+            len += data.len();
             if len > max {
                 return Err(BodyError::TooLarge);
             }
-            match first.take() {
-                None if rest.is_empty() => first = Some(data),
-                taken => {
-                    if let Some(f) = taken {
-                        rest.extend_from_slice(&f);
-                    }
-                    rest.extend_from_slice(&data);
+            if len == data.len() {
+                first = Some(data);
+            } else {
+                if let Some(f) = first.take() {
+                    joined.extend_from_slice(&f);
                 }
+                joined.extend_from_slice(&data);
             }
         }
-        Ok(first.unwrap_or_else(|| rest.freeze()))
+        Ok(first.unwrap_or_else(|| joined.freeze()))
     });
     let first = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
     match first {
