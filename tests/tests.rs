@@ -22,6 +22,7 @@ mod fuzz;
 mod gateway;
 mod help;
 mod hostile;
+mod http1;
 mod interop;
 mod load_models;
 mod local_shards;

@@ -418,7 +418,7 @@ pub async fn serve_http_with<I, S, B>(
 pub async fn serve_tcp_with<S, B>(
     stream: TcpStream,
     service: S,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
     limits: HttpLimits,
     slot: Option<Slot>,
 ) where
@@ -429,6 +429,29 @@ pub async fn serve_tcp_with<S, B>(
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
     TokioExecutor: HttpServerConnExec<S::Future, B>,
 {
+    match peek_protocol(&stream, &limits).await {
+        None => {}
+        Some(Protocol::Http2) => {
+            Box::pin(serve_http_with(stream, service, shutdown, limits, slot)).await;
+        }
+        Some(Protocol::Http1) => {
+            let io = Guarded::with_protocol_known(stream, slot, &limits);
+            serve_h1(io, service, shutdown, &limits).await;
+        }
+    }
+}
+
+/// What a connection's first bytes say it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Http1,
+    /// The first bytes are (so far) the HTTP/2 preface.
+    Http2,
+}
+
+/// Peeks (does not read) a new connection's first bytes, within the head timeout: `None` if
+/// the client closed or sent nothing in time (logged), else the protocol they begin.
+pub async fn peek_protocol(stream: &TcpStream, limits: &HttpLimits) -> Option<Protocol> {
     let mut first = [0u8; 4];
     let peeked = match limits.header_read_timeout {
         Some(t) => tokio::time::timeout(t, stream.peek(&mut first))
@@ -436,23 +459,33 @@ pub async fn serve_tcp_with<S, B>(
             .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
         None => stream.peek(&mut first).await,
     };
-    let n = match peeked {
-        Ok(0) => return,
-        Ok(n) => n,
+    match peeked {
+        Ok(0) => None,
+        Ok(n) if first[..n] == H2_PREFACE[..n] => Some(Protocol::Http2),
+        Ok(_) => Some(Protocol::Http1),
         Err(error) => {
             tracing::debug!(%error, "no request head within the header read timeout");
-            return;
+            None
         }
-    };
-    if first[..n] == H2_PREFACE[..n] {
-        Box::pin(serve_http_with(stream, service, shutdown, limits, slot)).await;
-        return;
     }
+}
+
+/// hyper's HTTP/1.1 connection (upgrades enabled, its head timer from `limits`) on `io`, whose
+/// protocol is known to be HTTP/1 and which already enforces the write limit (a [`Guarded`]),
+/// until the peer closes it or `shutdown` fires and the request in flight is answered.
+pub async fn serve_h1<I, S, B>(io: I, service: S, mut shutdown: Shutdown, limits: &HttpLimits)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + 'static,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let io = Guarded::with_protocol_known(stream, slot, &limits);
     let mut conn = pin!(
         builder
             .serve_connection(TokioIo::new(io), service)
@@ -467,6 +500,66 @@ pub async fn serve_tcp_with<S, B>(
     };
     if let Err(error) = result {
         tracing::debug!(%error, "connection ended with an error");
+    }
+}
+
+/// A byte stream whose first reads return `prefix` (bytes already read from `io` by someone
+/// who then handed the connection on), then read `io`; writes go to `io`.
+#[derive(Debug)]
+pub struct Replay<I> {
+    prefix: Bytes,
+    io: I,
+}
+
+impl<I> Replay<I> {
+    pub fn new(prefix: Bytes, io: I) -> Self {
+        Replay { prefix, io }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Replay<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.prefix.is_empty() {
+            return Pin::new(&mut this.io).poll_read(cx, buf);
+        }
+        let n = this.prefix.len().min(buf.remaining());
+        buf.put_slice(&this.prefix.split_to(n));
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Replay<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
 

@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::body::{Body, SseStream, write_event};
@@ -26,8 +25,8 @@ use super::dispatch::{Pending, on_notification, on_response};
 use super::policy::Auth;
 use super::proxy::timed;
 use super::response::{
-    SESSION, VERSION, accepted, has_media_type, http_error, json, method_not_allowed, read_body,
-    respond, sse, too_many, unauthorized, unavailable,
+    Req, SESSION, VERSION, accepted, has_media_type, http_error, json, method_not_allowed,
+    read_body, respond, sse, too_many, unauthorized, unavailable,
 };
 use super::session::{Lookup, ResumeError, Session, audit_foreign, seat};
 use super::wire::{self, Kind, MODERN, Params, Rejection, is_batch, rejection_body, write_array};
@@ -63,7 +62,7 @@ impl State {
 
     /// DNS-rebinding protection: the Host (or HTTP/2 authority) must name this server, and an
     /// `Origin`, when present, must be one of the allowed hosts.
-    fn check_host_and_origin(&self, req: &Request<Incoming>) -> Result<(), &'static str> {
+    fn check_host_and_origin(&self, req: &Req) -> Result<(), &'static str> {
         let host = req
             .headers()
             .get(header::HOST)
@@ -130,7 +129,7 @@ const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 /// Handles one HTTP request to the server.
 pub(crate) async fn handle(
     state: &Arc<State>,
-    req: Request<Incoming>,
+    req: Req,
     cert_names: Option<&[String]>,
 ) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
@@ -222,7 +221,7 @@ fn token_in_query(query: Option<&str>) -> bool {
 /// authorization); the token is never logged.
 fn authenticate(
     state: &State,
-    req: &Request<Incoming>,
+    req: &Req,
     cert_names: Option<&[String]>,
 ) -> Result<Option<u16>, Box<Response<Body>>> {
     let Some(policy) = &state.config.policy else {
@@ -258,7 +257,7 @@ fn authenticate(
     Err(Box::new(unauthorized(why)))
 }
 
-fn delete(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
+fn delete(state: &State, req: &Req, tenant: Option<u16>) -> Response<Body> {
     match req.headers().get(SESSION) {
         // A 2026-07-28 client has no session to end (mcp-protocol.md §3.4).
         None if req.headers().get(VERSION).map(HeaderValue::as_bytes)
@@ -291,7 +290,7 @@ fn delete(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Respon
 
 /// GET: only the resumption of a parked stream (`Last-Event-ID: <stream>-<n>`, this server's
 /// event ids); without one there is no server stream to open.
-fn resume(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
+fn resume(state: &State, req: &Req, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
     let modern =
         headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
@@ -329,7 +328,7 @@ fn resume(state: &State, req: &Request<Incoming>, tenant: Option<u16>) -> Respon
 
 /// POST: one JSON-RPC message or a batch, answered as JSON or on an SSE stream; a 2026-07-28
 /// request statelessly, `initialize` by opening a session, anything else in its session.
-async fn post(state: &Arc<State>, req: Request<Incoming>, tenant: Option<u16>) -> Response<Body> {
+async fn post(state: &Arc<State>, req: Req, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
     if !has_media_type(headers, header::CONTENT_TYPE, "application/json") {
         return http_error(

@@ -11,9 +11,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Response, StatusCode};
 use rand::RngExt;
 use tokio::sync::mpsc;
 
@@ -22,7 +21,7 @@ use super::body::{Body, SseStream};
 use super::conn::{Conn, Received};
 use super::policy::Seat;
 use super::response::{
-    has_media_type, http_error, json, method_not_allowed, read_body, respond, sse, unavailable,
+    Req, has_media_type, http_error, json, method_not_allowed, read_body, respond, sse, unavailable,
 };
 use super::session::seat;
 use crate::protocol::jsonrpc::code;
@@ -78,11 +77,7 @@ impl Drop for Close {
 }
 
 /// `GET /sse`: a new session and its stream.
-pub(crate) fn open(
-    state: &Arc<State>,
-    req: &Request<Incoming>,
-    tenant: Option<u16>,
-) -> Response<Body> {
+pub(crate) fn open(state: &Arc<State>, req: &Req, tenant: Option<u16>) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
@@ -139,11 +134,7 @@ fn session_param(query: Option<&str>) -> Option<Option<u128>> {
 }
 
 /// `POST /messages?sessionId=…`: one message for the session's stream.
-pub(crate) async fn post(
-    state: &Arc<State>,
-    req: Request<Incoming>,
-    tenant: Option<u16>,
-) -> Response<Body> {
+pub(crate) async fn post(state: &Arc<State>, req: Req, tenant: Option<u16>) -> Response<Body> {
     if req.method() != Method::POST {
         return method_not_allowed("POST");
     }

@@ -55,6 +55,7 @@ mod dispatch;
 mod embedded;
 mod fixture_methods;
 mod fixtures;
+mod h1;
 mod http;
 mod legacy_sse;
 mod peer;
@@ -78,9 +79,8 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use mock_backend::accept::{
-    Admission, HttpLimits, serve_connections_limited, serve_http_with, serve_tcp_with,
-};
+use mock_backend::accept::{Admission, HttpLimits, serve_connections_limited, serve_http_with};
+use response::ReqBody;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -495,16 +495,17 @@ pub async fn serve_state(
         let state = state.clone();
         let tls = tls.clone();
         async move {
+            let lean = state.clone();
             // The names of the client's certificate (mutual TLS), for the policy.
             let svc = |names: Option<Arc<[String]>>| {
                 service_fn(move |req| {
                     let state = state.clone();
                     let names = names.clone();
-                    async move { http::handle(&state, req, names.as_deref()).await }
+                    async move { http::handle(&state, req.map(ReqBody::Hyper), names.as_deref()).await }
                 })
             };
             let Some(acceptor) = tls else {
-                return serve_tcp_with(stream, svc(None), down, limits, Some(slot)).await;
+                return h1::serve(lean, stream, down, limits, slot, svc(None)).await;
             };
             // Boxed: a plain connection's task does not carry the TLS session's size.
             Box::pin(async move {

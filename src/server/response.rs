@@ -149,6 +149,17 @@ impl BodyError {
     }
 }
 
+/// A request's body: hyper's, still to be read, or one the server's own HTTP/1.1 loop has
+/// already read whole (`super::h1`).
+#[derive(Debug)]
+pub(crate) enum ReqBody {
+    Hyper(Incoming),
+    Whole(Bytes),
+}
+
+/// A request as the handlers take it.
+pub(crate) type Req = hyper::Request<ReqBody>;
+
 /// Reads a request body of at most `max` bytes, within `timeout`. The timer is armed only if
 /// the body is not complete when first asked for (hyper has usually read a small one with its
 /// head), so the common request pays neither a clock read nor a timer. A body that arrives as
@@ -156,10 +167,15 @@ impl BodyError {
 /// once more than that has been read, not on its declared length alone: that would leave the
 /// whole body unread for the client to push into a connection that is closing.
 pub(crate) async fn read_body(
-    mut body: Incoming,
+    body: ReqBody,
     max: usize,
     timeout: Duration,
 ) -> Result<Bytes, BodyError> {
+    let mut body = match body {
+        ReqBody::Whole(b) if b.len() > max => return Err(BodyError::TooLarge),
+        ReqBody::Whole(b) => return Ok(b),
+        ReqBody::Hyper(b) => b,
+    };
     let mut read = pin!(async move {
         // The first frame is kept as it came; only a second one makes a joined copy.
         let mut first: Option<Bytes> = None;

@@ -11,9 +11,8 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper::{Method, Response, StatusCode, Version};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -25,7 +24,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::State;
 use super::body::Body;
 use super::conn::{Conn, Received};
-use super::response::{http_error, method_not_allowed, respond};
+use super::response::{Req, http_error, method_not_allowed, respond};
 use super::session::seat;
 use crate::protocol::jsonrpc::code;
 
@@ -50,11 +49,7 @@ fn bad_request(message: &str) -> Response<Body> {
 }
 
 /// `GET /ws`: checks the upgrade request, answers 101 and serves the connection on a task.
-pub(crate) fn upgrade(
-    state: &Arc<State>,
-    mut req: Request<Incoming>,
-    tenant: Option<u16>,
-) -> Response<Body> {
+pub(crate) fn upgrade(state: &Arc<State>, mut req: Req, tenant: Option<u16>) -> Response<Body> {
     if req.method() != Method::GET {
         return method_not_allowed("GET");
     }
