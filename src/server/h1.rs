@@ -55,6 +55,8 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_HEADERS: usize = 32;
 /// A complete body at most this long is copied behind its head, so the response is one write.
 const INLINE: usize = 16 * 1024;
+/// Buffer capacity a connection keeps between requests (see `Conn::trim`).
+const KEEP: usize = 32 * 1024;
 /// Bytes a client may send ahead (pipelined) while its request runs before the loop stops
 /// reading (and so stops noticing a close) until the response is written.
 const AHEAD: usize = 64 * 1024;
@@ -184,7 +186,7 @@ impl Conn {
             };
             let close = head.close || shutdown.is_triggered();
             match self.respond(response, close).await {
-                Ok(false) => {}
+                Ok(false) => self.trim(),
                 Ok(true) | Err(()) => return End::Closed,
             }
         }
@@ -383,6 +385,17 @@ impl Conn {
                     self.write_out().await?;
                 }
             }
+        }
+    }
+
+    /// Between requests: buffers a large request or response grew are let go, so an idle
+    /// connection holds no more than a small one's (memory per idle session).
+    fn trim(&mut self) {
+        if self.out.capacity() > KEEP {
+            self.out = Vec::new();
+        }
+        if self.buf.is_empty() && self.buf.capacity() > KEEP {
+            self.buf = BytesMut::new();
         }
     }
 

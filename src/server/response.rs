@@ -150,7 +150,7 @@ impl BodyError {
 }
 
 /// A request's body: hyper's, still to be read, or one the server's own HTTP/1.1 loop has
-/// already read whole (`super::h1`).
+/// already read whole (the plain-TCP HTTP/1.1 loop, h1.rs).
 #[derive(Debug)]
 pub(crate) enum ReqBody {
     Hyper(Incoming),
