@@ -406,41 +406,6 @@ pub async fn serve_http_with<I, S, B>(
     }
 }
 
-/// [`serve_http_with`] for a plain TCP connection, lighter on memory for HTTP/1.1: the first
-/// bytes are peeked (not read) to tell HTTP/1 from the HTTP/2 preface, and an HTTP/1 client is
-/// served by hyper's HTTP/1 connection directly. Through the auto-detecting builder, the bytes
-/// it reads to decide come back to hyper as a short first read, which makes hyper grow its
-/// read buffer from 8 to 16 KiB on every connection, and its state machine (both protocols')
-/// sits in every connection's task. HTTP/2, or a client whose first bytes cannot tell yet,
-/// goes through [`serve_http_with`] (its future boxed, so only those connections pay for it).
-///
-/// A client that sends nothing for [`HttpLimits::header_read_timeout`] is closed, as there.
-pub async fn serve_tcp_with<S, B>(
-    stream: TcpStream,
-    service: S,
-    shutdown: Shutdown,
-    limits: HttpLimits,
-    slot: Option<Slot>,
-) where
-    S: Service<Request<Incoming>, Response = Response<B>>,
-    S::Future: 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + 'static,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    TokioExecutor: HttpServerConnExec<S::Future, B>,
-{
-    match peek_protocol(&stream, &limits).await {
-        None => {}
-        Some(Protocol::Http2) => {
-            Box::pin(serve_http_with(stream, service, shutdown, limits, slot)).await;
-        }
-        Some(Protocol::Http1) => {
-            let io = Guarded::with_protocol_known(stream, slot, &limits);
-            serve_h1(io, service, shutdown, &limits).await;
-        }
-    }
-}
-
 /// What a connection's first bytes say it speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -449,8 +414,14 @@ pub enum Protocol {
     Http2,
 }
 
-/// Peeks (does not read) a new connection's first bytes, within the head timeout: `None` if
-/// the client closed or sent nothing in time (logged), else the protocol they begin.
+/// Peeks (does not read) a new plain-TCP connection's first bytes, within the head timeout:
+/// `None` if the client closed or sent nothing in time (logged), else the protocol they begin.
+///
+/// Lighter on memory than [`serve_http_with`]'s detection for HTTP/1.1: an HTTP/1 client can
+/// then be served by hyper's HTTP/1 connection directly ([`serve_h1`]). Through the
+/// auto-detecting builder, the bytes it reads to decide come back to hyper as a short first
+/// read, which makes hyper grow its read buffer from 8 to 16 KiB on every connection, and its
+/// state machine (both protocols') sits in every connection's task.
 pub async fn peek_protocol(stream: &TcpStream, limits: &HttpLimits) -> Option<Protocol> {
     let mut first = [0u8; 4];
     let peeked = match limits.header_read_timeout {

@@ -25,6 +25,7 @@
 use std::cell::RefCell;
 use std::error::Error as StdError;
 use std::future::{Future, poll_fn};
+use std::io::Write as _;
 use std::ops::Range;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -46,8 +47,9 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::body::Body;
-use super::response::{BodyError, ReqBody};
+use super::response::{BodyError, ReqBody, http_error};
 use super::{State, http};
+use crate::protocol::jsonrpc::code;
 
 /// A head longer than this goes to hyper (which takes more, or answers `431`).
 const MAX_HEAD: usize = 16 * 1024;
@@ -173,9 +175,9 @@ impl Conn {
                 return End::Closed;
             }
             let Some(req) = self.request(&head) else {
-                let refused = super::response::http_error(
+                let refused = http_error(
                     StatusCode::BAD_REQUEST,
-                    crate::protocol::jsonrpc::code::INVALID_REQUEST,
+                    code::INVALID_REQUEST,
                     "Bad Request: a header value is not valid",
                 );
                 let _ = self.respond(refused, true).await;
@@ -219,13 +221,14 @@ impl Conn {
                     if shutdown.is_triggered() && idle_now {
                         return Err(End::Closed);
                     }
+                    // Armed once per head, at its first wait: a head that arrives in pieces
+                    // keeps the deadline of its first.
                     let idle = timeout.map(|t| {
-                        let deadline = tokio::time::Instant::now() + t;
                         let idle = self
                             .idle
-                            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                            .get_or_insert_with(|| Box::pin(tokio::time::sleep(t)));
                         if !armed {
-                            idle.as_mut().reset(deadline);
+                            idle.as_mut().reset(tokio::time::Instant::now() + t);
                             armed = true;
                         }
                         idle
@@ -378,8 +381,8 @@ impl Conn {
                     if data.is_empty() {
                         continue;
                     }
-                    self.out
-                        .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                    // Into the reused buffer: no string per chunk.
+                    let _ = write!(self.out, "{:x}\r\n", data.len());
                     self.out.extend_from_slice(&data);
                     self.out.extend_from_slice(b"\r\n");
                     self.write_out().await?;

@@ -149,8 +149,8 @@ impl BodyError {
     }
 }
 
-/// A request's body: hyper's, still to be read, or one the server's own HTTP/1.1 loop has
-/// already read whole (the plain-TCP HTTP/1.1 loop, h1.rs).
+/// A request's body: hyper's, still to be read, or one the server's own HTTP/1.1 loop (h1.rs)
+/// has already read whole.
 #[derive(Debug)]
 pub(crate) enum ReqBody {
     Hyper(Incoming),
