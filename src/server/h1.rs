@@ -47,7 +47,7 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::body::Body;
-use super::response::{BodyError, ReqBody, http_error};
+use super::response::{BodyError, ReqBody, SESSION, VERSION, http_error};
 use super::{State, http};
 use crate::protocol::jsonrpc::code;
 
@@ -291,7 +291,7 @@ impl Conn {
         let headers = req.headers_mut();
         headers.reserve(head.count);
         for (name, value) in &head.headers[..head.count] {
-            let name = HeaderName::from_bytes(&msg[name.range()]).ok()?;
+            let name = header_name(&msg[name.range()])?;
             let value = HeaderValue::from_maybe_shared(msg.slice(value.range())).ok()?;
             headers.append(name, value);
         }
@@ -485,6 +485,17 @@ fn decimal(v: &[u8]) -> Option<usize> {
         return None;
     }
     Some(v.iter().fold(0, |n, &d| n * 10 + usize::from(d - b'0')))
+}
+
+/// A request header's name; the MCP headers every call carries are matched here, without the
+/// copy `HeaderName::from_bytes` makes of a name it does not know (`None`: not a valid name).
+fn header_name(raw: &[u8]) -> Option<HeaderName> {
+    for known in [SESSION, VERSION] {
+        if raw.eq_ignore_ascii_case(known.as_str().as_bytes()) {
+            return Some(known);
+        }
+    }
+    HeaderName::from_bytes(raw).ok()
 }
 
 /// Whether a comma-separated header value lists `token` (any case).

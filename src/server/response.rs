@@ -10,15 +10,16 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::body::Body;
 use super::wire::write_error;
 use crate::protocol::jsonrpc::code;
 
-pub(crate) const SESSION: &str = "mcp-session-id";
-pub(crate) const VERSION: &str = "mcp-protocol-version";
+// Header names as `HeaderName`s: a lookup by `&str` parses and hashes the name on every call.
+pub(crate) const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 pub(crate) fn respond(
     status: StatusCode,

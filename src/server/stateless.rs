@@ -113,7 +113,10 @@ enum BadHeader {
 }
 
 /// A header's value, with the `=?base64?…?=` sentinel decoded (mcp-protocol.md §3.4).
-fn header_value<'h>(headers: &'h HeaderMap, name: &str) -> Result<Cow<'h, str>, BadHeader> {
+fn header_value<'h>(
+    headers: &'h HeaderMap,
+    name: impl hyper::header::AsHeaderName,
+) -> Result<Cow<'h, str>, BadHeader> {
     let v = headers.get(name).ok_or(BadHeader::Missing)?;
     let s = v.to_str().map_err(|_| BadHeader::Unreadable)?;
     match s
