@@ -14,6 +14,16 @@ free_port() {
   python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
 
+# wait_port PORT: returns once something accepts on 127.0.0.1:PORT (30 s at most, else 1).
+wait_port() {
+  for _ in $(seq 300); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on 127.0.0.1:$1" >&2
+  return 1
+}
+
 # The request every side-by-side script measures: the reference server's `echo` tool.
 ECHO_WORKLOAD='[[workload]]
 method = "tools/call"

@@ -42,15 +42,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() { # port
-  for _ in $(seq 300); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on 127.0.0.1:$1" >&2
-  return 1
-}
-
 UP_PORT=$(free_port)
 "$BIN" serve --listen 127.0.0.1:$UP_PORT --threads 1 > "$WORK/upstream.log" 2>&1 &
 PIDS+=($!)

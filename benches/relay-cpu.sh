@@ -22,14 +22,6 @@ UP_PORT=$(free_port)
 SOCAT_PORT=$(free_port)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
-wait_port() {
-  for _ in $(seq 100); do
-    (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  exit 1
-}
 "$BIN" serve --listen 127.0.0.1:$UP_PORT --threads 1 > "$WORK/upstream.log" 2>&1 &
 UP=$!
 PIDS+=($UP)
@@ -94,6 +86,7 @@ for r in $(seq "$ROUNDS"); do
     "$g" serve --listen 127.0.0.1:$P --threads 1 --upstream ref=http://127.0.0.1:$UP_PORT/mcp \
       > "$WORK/gateway.log" 2>&1 &
     GW=$!
+    PIDS+=($GW)
     wait_port "$P"
     measure "gateway $(basename "$g")" "$GW" "$(scenario "$P" ref__echo)"
     kill "$GW"

@@ -393,11 +393,21 @@ pub async fn serve_http_with<I, S, B>(
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.max_streams);
     let io = Guarded::new(io, slot, &limits);
-    let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
+    let conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
+    drive(conn, &mut shutdown, |c| c.graceful_shutdown()).await;
+}
+
+/// Drives a hyper connection to its end; when `shutdown` fires first, asks it to finish what
+/// is in flight (`graceful`) and drives it to that end. An error ending it is logged.
+async fn drive<C, E>(mut conn: Pin<&mut C>, shutdown: &mut Shutdown, graceful: fn(Pin<&mut C>))
+where
+    C: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
     let result = tokio::select! {
         result = conn.as_mut() => result,
         () = shutdown.triggered() => {
-            conn.as_mut().graceful_shutdown();
+            graceful(conn.as_mut());
             conn.await
         }
     };
@@ -457,21 +467,12 @@ where
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let mut conn = pin!(
+    let conn = pin!(
         builder
             .serve_connection(TokioIo::new(io), service)
             .with_upgrades()
     );
-    let result = tokio::select! {
-        result = conn.as_mut() => result,
-        () = shutdown.triggered() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(error) = result {
-        tracing::debug!(%error, "connection ended with an error");
-    }
+    drive(conn, &mut shutdown, |c| c.graceful_shutdown()).await;
 }
 
 /// A byte stream whose first reads return `prefix` (bytes already read from `io` by someone
