@@ -147,6 +147,11 @@ fn json_key() -> impl Strategy<Value = &'static str> {
             r#""code""#,
             r#""jsonrpc""#,
             r#""params""#,
+            r#""name""#,
+            r#""arguments""#,
+            r#""_meta""#,
+            r#""progressToken""#,
+            r#""io.modelcontextprotocol/protocolVersion""#,
             r#""x""#,
         ][..],
     )

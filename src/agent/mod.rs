@@ -24,6 +24,7 @@ pub mod guard;
 mod run_tool;
 mod tool_defs;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, TryLockError};
@@ -577,14 +578,8 @@ impl Proxy for Tools {
             .map(|t| ProxiedTool {
                 name: t.name().into(),
                 definition: t.definition(),
-                modern: true,
             })
             .collect()
-    }
-
-    /// Results are rendered 2026-07-28 shaped.
-    fn modern(&self, _: usize) -> bool {
-        true
     }
 
     /// The agent's tools send no progress.
@@ -593,11 +588,19 @@ impl Proxy for Tools {
         index: usize,
         arguments: Option<Bytes>,
         _: Option<ProgressRelay>,
+        client: Revision,
     ) -> ProxyFuture {
         let agent = self.0.clone();
         Box::pin(async move {
+            // Rendered 2026-07-28 shaped.
+            let result = agent.call(index, arguments).await;
+            let result = match crate::server::proxy::adapt(&result, true, client) {
+                Cow::Borrowed(_) => result,
+                Cow::Owned(adapted) => Bytes::from(adapted),
+            };
             Ok(Proxied {
-                result: agent.call(index, arguments).await,
+                is_error: crate::server::proxy::is_tool_error(&result),
+                result,
                 upstream: None,
             })
         })

@@ -10,6 +10,8 @@
 //! on demand up to the pool size; one the upstream forgot (404) is reopened and the call sent
 //! once more; a mux transport (stdio, WebSocket, legacy SSE) shares one connection per thread.
 
+mod result;
+
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use crate::server::proxy::{ProgressRelay, Proxied, ProxiedTool, Proxy, ProxyErro
 use crate::transport::net::Trust;
 use crate::transport::url::parse_url;
 use crate::transport::{CallSpec, CommandSpec, Endpoint, Session, TransportKind};
+use result::result_of;
 
 /// Separates an upstream's name from its tools' names.
 pub const SEPARATOR: &str = "__";
@@ -227,6 +230,7 @@ struct Job {
     tool: usize,
     arguments: Option<Bytes>,
     progress: Option<ProgressRelay>,
+    client: Revision,
     reply: oneshot::Sender<Result<Proxied, ProxyError>>,
 }
 
@@ -354,7 +358,6 @@ impl Gateway {
                 name: spec.name.clone(),
                 reason,
             })?;
-            let modern = !ep.protocol.has_handshake();
             let (listed, refused): (Vec<_>, Vec<_>) =
                 listed.into_iter().partition(|(t, _)| usable_tool_name(t));
             started.push(Started {
@@ -372,7 +375,6 @@ impl Gateway {
                         format!("{}{SEPARATOR}{tool}", spec.name)
                     },
                     definition,
-                    modern,
                 });
                 routes.push((i, tool));
             }
@@ -453,15 +455,12 @@ impl Proxy for Gateway {
         self.tools.clone()
     }
 
-    fn modern(&self, index: usize) -> bool {
-        self.tools.get(index).is_some_and(|t| t.modern)
-    }
-
     fn call(
         &self,
         index: usize,
         arguments: Option<Bytes>,
         progress: Option<ProgressRelay>,
+        client: Revision,
     ) -> ProxyFuture {
         // An unknown tool is refused by `Lane::call`, on either path. This thread's lane if it
         // has one: the call runs in the caller's own task (no hand-over to another task or
@@ -470,7 +469,7 @@ impl Proxy for Gateway {
         // every poll and at the drop that this stays true.
         if let Some(lane) = LANE.with(|l| l.borrow().clone()) {
             return Box::pin(SendWrapper::new(async move {
-                lane.call(index, arguments, progress).await
+                lane.call(index, arguments, progress, client).await
             }));
         }
         let (reply, answer) = oneshot::channel();
@@ -478,6 +477,7 @@ impl Proxy for Gateway {
             tool: index,
             arguments,
             progress,
+            client,
             reply,
         };
         let lane = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
@@ -611,6 +611,7 @@ impl Lane {
         tool: usize,
         arguments: Option<Bytes>,
         progress: Option<ProgressRelay>,
+        client: Revision,
     ) -> Result<Proxied, ProxyError> {
         let Some(&(upstream, _)) = self.routes.get(tool) else {
             return Err(ProxyError::Unavailable {
@@ -618,7 +619,8 @@ impl Lane {
             });
         };
         let pool = self.pools().await[upstream].clone();
-        pool.call(tool, arguments.as_deref(), progress).await
+        pool.call(tool, arguments.as_deref(), progress, client)
+            .await
     }
 
     /// One session of each upstream opened now (a transparent proxy's lanes).
@@ -645,7 +647,9 @@ async fn io_thread(mut rx: mpsc::UnboundedReceiver<Job>, lane: Lane) {
     while let Some(job) = rx.recv().await {
         let lane = lane.clone();
         tokio::task::spawn_local(async move {
-            let result = lane.call(job.tool, job.arguments, job.progress).await;
+            let result = lane
+                .call(job.tool, job.arguments, job.progress, job.client)
+                .await;
             let _ = job.reply.send(result);
         });
     }
@@ -680,6 +684,7 @@ trait Upstream {
         tool: usize,
         arguments: Option<&'a [u8]>,
         progress: Option<ProgressRelay>,
+        client: Revision,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>>;
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
     /// Opens a session now (within the call timeout), so the first call does not wait for it.
@@ -736,8 +741,8 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
         s: &mut S,
         tool: usize,
         arguments: Option<&[u8]>,
-        progress: bool,
-    ) -> Result<Bytes, ProxyError> {
+        (progress, client): (bool, Revision),
+    ) -> Result<(Bytes, bool), ProxyError> {
         let spec = &self.calls[tool];
         let name = spec.name.as_deref().unwrap_or_default();
         for attempt in 0..2 {
@@ -764,7 +769,9 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
                 continue;
             }
             return match reply.outcome {
-                Outcome::Ok | Outcome::ToolError => result_of(s.last_message()),
+                // The session's decode read `isError`: no search of the result for it.
+                Outcome::Ok => result_of(s.last_message(), rev, client).map(|r| (r, false)),
+                Outcome::ToolError => result_of(s.last_message(), rev, client).map(|r| (r, true)),
                 Outcome::RpcError(code) => Err(ProxyError::Rpc {
                     code,
                     detail: failure_text(s.last_message()).unwrap_or_default(),
@@ -792,6 +799,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
         tool: usize,
         arguments: Option<&'a [u8]>,
         progress: Option<ProgressRelay>,
+        client: Revision,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>> {
         Box::pin(async move {
             let mut s = self.checkout().await;
@@ -802,7 +810,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                     relay.relay(m);
                 })));
             }
-            let exchange = self.exchange(&mut *s, tool, arguments, asks);
+            let exchange = self.exchange(&mut *s, tool, arguments, (asks, client));
             let r = match tokio::time::timeout(self.timeout, exchange).await {
                 Ok(r) => r,
                 Err(_) => {
@@ -815,8 +823,9 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                 s.set_notification_hook(None);
             }
             self.checkin(s);
-            r.map(|result| Proxied {
+            r.map(|(result, is_error)| Proxied {
                 result,
+                is_error,
                 upstream: Some(sent.elapsed()),
             })
         })
@@ -843,19 +852,6 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                 let _ = tokio::time::timeout(Duration::from_secs(2), s.close()).await;
             }
         })
-    }
-}
-
-/// The raw `result` of a response message the session decoded as a whole (so valid JSON).
-fn result_of(message: &[u8]) -> Result<Bytes, ProxyError> {
-    // The scanner, not serde's visitors: a few instructions a byte instead of ~30. A reply the
-    // session counted as a result was decoded as a whole: valid JSON, not checked again.
-    let checked = crate::protocol::scan::Checked::Yes;
-    match crate::protocol::scan::member(message, "result", checked).filter(|r| *r != b"null") {
-        Some(r) => Ok(Bytes::copy_from_slice(r)),
-        None => Err(ProxyError::Unavailable {
-            detail: "the upstream's response has no result".into(),
-        }),
     }
 }
 
@@ -951,31 +947,5 @@ mod tests {
         ] {
             assert!(!usable_tool_name(bad), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn results_are_taken_raw() {
-        let r = result_of(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":false}}"#)
-            .unwrap();
-        assert_eq!(&r[..], br#"{"content":[],"isError":false}"#);
-        assert!(result_of(br#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#).is_err());
-        let spaced = br#" { "id" : 3 , "result" : { "a" : [ 1 , "\"}" ] } , "jsonrpc" : "2.0" } "#;
-        assert_eq!(
-            &result_of(spaced).unwrap()[..],
-            br#"{ "a" : [ 1 , "\"}" ] }"#
-        );
-        for bad in [
-            &br#"{"result":{},"result":{}}"#[..],
-            br#"{"result":null}"#,
-            br#"{"result":{}"#,
-            br#"{"result":{}} x"#,
-            br#"[{"result":{}}]"#,
-        ] {
-            assert!(result_of(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-        // Bytes that are not UTF-8 never get here: the session's decode (the scanner, the
-        // gateway's codec) refused them, so `result_of` does not check them again.
-        let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":\"\xff\"}";
-        assert!(crate::protocol::scan::decode(not_utf8).is_err());
     }
 }

@@ -469,7 +469,6 @@ impl State {
         io: Io<'_>,
     ) -> (Vec<u8>, Invocation) {
         if let (ToolKind::Proxied(i), Some(proxy)) = (tool.kind, &self.config.proxy) {
-            let upstream_modern = proxy.modern(i as usize);
             let relay = match (io.sink, &call.progress) {
                 (Some(sink), Some(token)) => Some(ProgressRelay {
                     token: token.clone(),
@@ -477,17 +476,23 @@ impl State {
                 }),
                 _ => None,
             };
-            return match proxy.call(i as usize, call.arguments.clone(), relay).await {
-                Ok(Proxied { result, upstream }) => {
+            return match proxy
+                .call(i as usize, call.arguments.clone(), relay, rev)
+                .await
+            {
+                Ok(Proxied {
+                    result,
+                    is_error,
+                    upstream,
+                }) => {
                     if let Some(d) = upstream {
                         super::proxy::note_upstream(d);
                     }
-                    let outcome = if super::proxy::is_tool_error(&result) {
+                    let outcome = if is_error {
                         Invocation::ToolError
                     } else {
                         Invocation::Ok
                     };
-                    let result = super::proxy::adapt(&result, upstream_modern, rev);
                     let mut out = Vec::with_capacity(result.len() + 48);
                     write_result(&mut out, id, &result);
                     (out, outcome)

@@ -622,4 +622,27 @@ mod tests {
     fn dates_are_imf_fixdates() {
         assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
     }
+
+    /// The names matched up front are the names `HeaderName` parses, in any case; the rest too.
+    #[test]
+    fn known_header_names_are_what_http_parses() {
+        for raw in [
+            "Host",
+            "content-TYPE",
+            "Content-Length",
+            "ACCEPT",
+            "User-Agent",
+            "authorization",
+            "Mcp-Session-Id",
+            "MCP-Protocol-Version",
+            "X-Other",
+            "Accept-Encoding",
+            "Hos",
+            "bad name",
+            "",
+        ] {
+            let ours = header_name(raw.as_bytes());
+            assert_eq!(ours, HeaderName::from_bytes(raw.as_bytes()).ok(), "{raw}");
+        }
+    }
 }

@@ -91,6 +91,14 @@ impl State {
 
 /// The client must accept both JSON and SSE (a wildcard counts).
 fn accepts_both(h: &HeaderMap) -> bool {
+    // What every client of the spec's examples sends, recognised by one compare.
+    const BOTH: &[u8] = b"application/json, text/event-stream";
+    let mut all = h.get_all(header::ACCEPT).iter();
+    if let (Some(v), None) = (all.next(), all.next())
+        && v.as_bytes() == BOTH
+    {
+        return true;
+    }
     let mut json = false;
     let mut sse = false;
     for v in h.get_all(header::ACCEPT) {

@@ -30,8 +30,6 @@ pub struct ProxiedTool {
     pub name: String,
     /// The upstream's definition.
     pub definition: Value,
-    /// The upstream speaks 2026-07-28 (its results carry `resultType` and `_meta`).
-    pub modern: bool,
 }
 
 /// Why a proxied call has no result.
@@ -50,8 +48,10 @@ pub enum ProxyError {
 /// A proxied call's answer.
 #[derive(Debug, Clone)]
 pub struct Proxied {
-    /// The raw `result` object.
+    /// The raw `result` object, as the client reads it ([`adapt`]ed to its revision).
     pub result: Bytes,
+    /// The result says `isError: true` (a tool error, not a failed call).
+    pub is_error: bool,
     /// How long the upstream exchange took (on the wire, from the send to the answer; not the
     /// wait for a free pooled session), when there is an upstream.
     pub upstream: Option<Duration>,
@@ -181,16 +181,16 @@ fn server_timing(upstream: Duration, total: Duration) -> String {
 pub trait Proxy: Send + Sync + std::fmt::Debug {
     /// Every upstream tool, namespaced.
     fn tools(&self) -> Vec<ProxiedTool>;
-    /// Whether the upstream of tool `index` speaks 2026-07-28.
-    fn modern(&self, index: usize) -> bool;
     /// Calls tool `index` of [`tools`](Self::tools) with raw JSON `arguments`; the raw
-    /// `result` object. With `progress`, the upstream is asked for progress and what it sends
-    /// is relayed to the client as it arrives.
+    /// `result` object as a client of revision `client` reads it ([`adapt`]). With
+    /// `progress`, the upstream is asked for progress and what it sends is relayed to the
+    /// client as it arrives.
     fn call(
         &self,
         index: usize,
         arguments: Option<Bytes>,
         progress: Option<ProgressRelay>,
+        client: Revision,
     ) -> ProxyFuture;
     /// The upstream client work of the calling thread, to run (on a `LocalSet`) on every
     /// thread of a server of current-thread runtimes: calls made on that thread then stay on
@@ -206,6 +206,9 @@ pub trait Proxy: Send + Sync + std::fmt::Debug {
         false
     }
 }
+
+/// The members of a 2026-07-28 result object that a client of an earlier revision does not know.
+pub(crate) const OLDER_CLIENT_DROPS: [&str; 2] = ["resultType", "_meta"];
 
 /// The result object for a client of revision `rev`, from an upstream of the other era or the
 /// same.
@@ -230,11 +233,8 @@ pub(crate) fn adapt(result: &[u8], upstream_modern: bool, rev: Revision) -> Cow<
         },
         // What an older client does not know goes; the rest stays as the upstream wrote it.
         // The result is part of a reply decoded as a whole (`Checked::Yes`).
-        (true, false) => {
-            let drop = ["resultType", "_meta"];
-            scan::without_members(result, &drop, scan::Checked::Yes)
-                .map_or(Cow::Borrowed(result), Cow::Owned)
-        }
+        (true, false) => scan::without_members(result, &OLDER_CLIENT_DROPS, scan::Checked::Yes)
+            .map_or(Cow::Borrowed(result), Cow::Owned),
         _ => Cow::Borrowed(result),
     }
 }

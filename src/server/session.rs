@@ -13,6 +13,7 @@
 //! [`Seat`] of its tenant's session cap (every transport counts: [`seat`]).
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -143,7 +144,31 @@ pub(crate) struct Full;
 /// creating, ending and reaping sessions of one shard never stall requests of the others.
 const SHARDS: usize = 64;
 
-type Shard = RwLock<HashMap<u128, Arc<Session>>>;
+type Table = HashMap<u128, Arc<Session>, BuildHasherDefault<IdHash>>;
+type Shard = RwLock<Table>;
+
+/// Hashes a session id by its upper half: ids are drawn from a CSPRNG, so those bits are
+/// already uniform (the shard is picked by the lower ones), and a lookup costs no SipHash.
+/// Only the server makes ids, so no client can crowd a bucket.
+#[derive(Default)]
+struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u128` keys are hashed here; anything else still hashes, by its bytes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u128(&mut self, id: u128) {
+        self.0 = (id >> 64) as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// All open sessions, in [`SHARDS`] shards by id. Lookups take a shard's read lock; creation
 /// and deletion its write lock; reaping scans one shard at a time under its read lock and takes
@@ -321,11 +346,11 @@ impl Sessions {
     }
 }
 
-fn read(shard: &Shard) -> std::sync::RwLockReadGuard<'_, HashMap<u128, Arc<Session>>> {
+fn read(shard: &Shard) -> std::sync::RwLockReadGuard<'_, Table> {
     shard.read().unwrap_or_else(|e| e.into_inner())
 }
 
-fn write(shard: &Shard) -> std::sync::RwLockWriteGuard<'_, HashMap<u128, Arc<Session>>> {
+fn write(shard: &Shard) -> std::sync::RwLockWriteGuard<'_, Table> {
     shard.write().unwrap_or_else(|e| e.into_inner())
 }
 
