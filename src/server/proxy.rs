@@ -48,7 +48,7 @@ pub enum ProxyError {
 /// A proxied call's answer.
 #[derive(Debug, Clone)]
 pub struct Proxied {
-    /// The raw `result` object, as the client reads it ([`adapt`]ed to its revision).
+    /// The raw `result` object, as the client reads it (adapted to its revision).
     pub result: Bytes,
     /// The result says `isError: true` (a tool error, not a failed call).
     pub is_error: bool,
@@ -182,7 +182,7 @@ pub trait Proxy: Send + Sync + std::fmt::Debug {
     /// Every upstream tool, namespaced.
     fn tools(&self) -> Vec<ProxiedTool>;
     /// Calls tool `index` of [`tools`](Self::tools) with raw JSON `arguments`; the raw
-    /// `result` object as a client of revision `client` reads it ([`adapt`]). With
+    /// `result` object as a client of revision `client` reads it (adapted to that revision). With
     /// `progress`, the upstream is asked for progress and what it sends is relayed to the
     /// client as it arrives.
     fn call(
