@@ -142,3 +142,30 @@ fn a_client_that_hangs_up_while_its_call_runs_cancels_it() {
     let r = next_response(&mut s, &mut buf);
     assert_eq!(r.json()["result"], Value::Object(Default::default()));
 }
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_at_shutdown() {
+    let srv = launch(Config::default());
+    let a = srv.mcp_addr;
+    let (sid, _) = initialize(a, "2025-06-18");
+    let mut s = connect(a);
+    let mut buf = Vec::new();
+    // Two requests answered, so the loop has waited for a head between them once already.
+    for id in 1..=2 {
+        s.write_all(request(a, "POST", &sid, "", &ping(id)).as_bytes())
+            .unwrap();
+        assert_eq!(next_response(&mut s, &mut buf).status, 200);
+    }
+    // Shut down while the connection waits for its next head: it is closed then, not when the
+    // server's grace period (5 s) runs out and the connection is dropped.
+    let stopping = std::thread::spawn(move || drop(srv));
+    s.set_read_timeout(Some(std::time::Duration::from_secs(4)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let read = s.read_to_end(&mut rest);
+    assert!(
+        matches!(read, Ok(0)),
+        "closed at shutdown, nothing sent: {read:?} {rest:?}"
+    );
+    stopping.join().unwrap();
+}

@@ -145,6 +145,14 @@ impl Shutdown {
         // An error means the accept loop is gone, which is shutdown too.
         let _ = self.rx.wait_for(|&down| down).await;
     }
+
+    /// [`triggered`](Self::triggered) as a future of its own, for a connection that waits on
+    /// it between many requests: kept and polled again, it registers its waker once instead
+    /// of once per wait.
+    pub fn owned_trigger(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut own = self.clone();
+        async move { own.triggered().await }
+    }
 }
 
 /// Accepts connections until `shutdown` completes, handing each to `on_conn` on its own task,

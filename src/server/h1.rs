@@ -98,9 +98,9 @@ pub(crate) async fn serve<S, B>(
                 buf: BytesMut::new(),
                 out: Vec::new(),
                 idle: None,
+                down: Box::pin(shutdown.owned_trigger()),
             };
-            let mut shutdown = shutdown;
-            if let End::Hyper = conn.run(&state, &mut shutdown, &limits).await {
+            if let End::Hyper = conn.run(&state, &shutdown, &limits).await {
                 let Conn { io, buf, .. } = conn;
                 // Boxed: a connection this loop serves does not carry hyper's state.
                 let io = Replay::new(buf.freeze(), io);
@@ -126,6 +126,8 @@ struct Conn {
     out: Vec<u8>,
     /// The head timer, made once and re-armed.
     idle: Option<Pin<Box<Sleep>>>,
+    /// Completes at shutdown; made once, so an idle wait does not register anew each request.
+    down: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
 
 /// Where a part of a head is in the buffer (a head is at most [`MAX_HEAD`] long, so two
@@ -150,12 +152,7 @@ struct Head {
 }
 
 impl Conn {
-    async fn run(
-        &mut self,
-        state: &Arc<State>,
-        shutdown: &mut Shutdown,
-        limits: &HttpLimits,
-    ) -> End {
+    async fn run(&mut self, state: &Arc<State>, shutdown: &Shutdown, limits: &HttpLimits) -> End {
         loop {
             let head = match self
                 .read_head(state, shutdown, limits.header_read_timeout)
@@ -183,7 +180,9 @@ impl Conn {
                 let _ = self.respond(refused, true).await;
                 return End::Closed;
             };
-            let Some(response) = self.call(http::handle(state, req, None)).await else {
+            // Pinned where it is made: the handler's future is a few KiB, not moved again.
+            let handled = pin!(http::handle(state, req, None));
+            let Some(response) = self.call(handled).await else {
                 return End::Closed;
             };
             let close = head.close || shutdown.is_triggered();
@@ -198,7 +197,7 @@ impl Conn {
     async fn read_head(
         &mut self,
         state: &State,
-        shutdown: &mut Shutdown,
+        shutdown: &Shutdown,
         timeout: Option<Duration>,
     ) -> Result<Head, End> {
         let mut armed = false;
@@ -245,7 +244,7 @@ impl Conn {
                             tracing::debug!("no request head within the header read timeout");
                             return Err(End::Closed);
                         }
-                        () = shutdown.triggered(), if idle_now => return Err(End::Closed),
+                        () = self.down.as_mut(), if idle_now => return Err(End::Closed),
                     }
                 }
             };
@@ -300,11 +299,10 @@ impl Conn {
 
     /// Runs the handler's future while watching the socket: `None` if the client closed (the
     /// future is dropped, and with it the call).
-    async fn call<F>(&mut self, call: F) -> Option<Response<Body>>
+    async fn call<F>(&mut self, mut call: Pin<&mut F>) -> Option<Response<Body>>
     where
         F: Future<Output = Result<Response<Body>, std::convert::Infallible>>,
     {
-        let mut call = pin!(call);
         loop {
             tokio::select! {
                 biased;

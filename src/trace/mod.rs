@@ -252,7 +252,7 @@ impl<W: Write> Writer<W> {
 /// sorted, no whitespace), its top-level `_meta` left out (where servers and gateways put what
 /// varies by delivery). Equal results have equal digests whatever their key order.
 pub fn digest(result: &Value) -> String {
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let mut h = Fnv::default();
     match result {
         Value::Object(m) => canonical_object(&mut h, m, true),
         v => canonical(&mut h, v),
@@ -270,13 +270,31 @@ pub fn digest_of_response(message: &[u8]) -> Option<String> {
     r.result.as_ref().map(digest)
 }
 
-struct Fnv(u64);
+/// FNV-1a, 64 bits: the digest's hash, and a `Hasher` for tables whose keys are fixed when
+/// they are built (a client's names only look up there, so an unkeyed hash is safe).
+pub(crate) struct Fnv(u64);
 
 impl Fnv {
     fn bytes(&mut self, b: &[u8]) {
         for &x in b {
             self.0 = (self.0 ^ u64::from(x)).wrapping_mul(0x0000_0100_0000_01b3);
         }
+    }
+}
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        self.bytes(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
