@@ -443,6 +443,58 @@ fn server_timing_splits_upstream_from_gateway_time() {
     );
 }
 
+/// An upstream call that outlives the gateway's upstream timeout is answered as an error in
+/// time, and the session's timer is armed afresh for each call after it: a quick call then
+/// succeeds on the same pooled session, and a second slow one times out again.
+#[test]
+fn an_upstream_call_past_the_timeout_is_an_error_and_the_next_calls_are_timed_afresh() {
+    let up = servers(ResponseMode::Json, 0, 100, mock_backend::Knobs::default());
+    let spec = format!("ref=http://{}/mcp", up.mcp_addr);
+    let timeout = Duration::from_millis(300);
+    let options = GatewayOptions {
+        threads: 1,
+        pool: 1,
+        timeout,
+    };
+    let gw = Gateway::start(
+        vec![UpstreamSpec::parse(&spec, timeout, &UpstreamTls::default()).unwrap()],
+        &options,
+    )
+    .expect("the upstream answers");
+    let gw = launch(Config {
+        proxy: Some(gw),
+        ..Config::default()
+    });
+    let (sid, _) = support::initialize(gw.mcp_addr, "2025-11-25");
+    let session = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let sleep = |id: u32, ms: u32| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"ref__sleep","arguments":{{"ms":{ms}}}}}}}"#
+        );
+        let r = support::post(gw.mcp_addr, &session, &body);
+        assert_eq!(r.status, 200);
+        String::from_utf8_lossy(&r.body).into_owned()
+    };
+    for round in 0..2 {
+        let slow = sleep(10 + round, 5_000);
+        assert!(
+            slow.contains("did not answer in time"),
+            "round {round}: {slow}"
+        );
+        // Past the first call's deadline by now: a timer left as it fired would end this at once.
+        for id in 0..3 {
+            let quick = sleep(20 + 3 * round + id, 100);
+            assert!(
+                quick.contains(r#""result""#) && !quick.contains(r#""isError":true"#),
+                "round {round}: {quick}"
+            );
+        }
+    }
+}
+
 /// A client that asks for progress gets the upstream's progress through the gateway, as it
 /// comes, under its own token: 3 notifications and the response per call, for clients of both
 /// eras, from upstreams over every transport.

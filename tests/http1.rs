@@ -169,3 +169,35 @@ fn an_idle_keep_alive_connection_is_closed_at_shutdown() {
     );
     stopping.join().unwrap();
 }
+
+#[test]
+fn a_busy_connection_outlives_the_head_timeout_and_an_idle_one_is_closed_after_it() {
+    let timeout = std::time::Duration::from_millis(300);
+    let srv = launch(Config {
+        header_read_timeout: timeout,
+        ..Config::default()
+    });
+    let a = srv.mcp_addr;
+    let (sid, _) = initialize(a, "2025-06-18");
+    let mut s = connect(a);
+    let mut buf = Vec::new();
+    // A request every 100 ms for four head timeouts: each head is within its own deadline, so
+    // the connection stays, however often the timer of an earlier head fires in between.
+    for id in 1..=12 {
+        s.write_all(request(a, "POST", &sid, "", &ping(id)).as_bytes())
+            .unwrap();
+        assert_eq!(next_response(&mut s, &mut buf).status, 200, "request {id}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Then idle: closed once the last wait for a head is a timeout old, and not before.
+    let idle_from = std::time::Instant::now() - std::time::Duration::from_millis(100);
+    let mut rest = Vec::new();
+    let read = s.read_to_end(&mut rest);
+    let idle = idle_from.elapsed();
+    assert!(matches!(read, Ok(0)), "closed, nothing sent: {read:?}");
+    let slack = std::time::Duration::from_millis(50);
+    assert!(
+        idle >= timeout - slack,
+        "closed {idle:?} after the last response"
+    );
+}

@@ -17,6 +17,9 @@
 //!   (generated on demand from the seed).
 //! - [`query`]: percent-decoding of query strings.
 //! - [`stats`]: lock-free per-route counters behind `/stats`.
+//! - [`watchdog`]: the lazy deadline timer of connections and sessions (one `Sleep` each, moved
+//!   on once per timeout period instead of a timer-wheel entry per request); the root crate's
+//!   servers, gateway and virtual users share it.
 //! - [`server`]: [`Config`], [`Backend`] (routing and handlers) and [`serve`].
 //! - [`cli`]: the `mock-backend` command line; the binary that runs it belongs to the root
 //!   `mcpbench` package, so `cargo install` of mcpbench installs both programs.
@@ -34,6 +37,7 @@ pub mod knobs;
 pub mod query;
 pub mod server;
 pub mod stats;
+pub mod watchdog;
 
 pub use knobs::{KnobError, Knobs, Latency, Route, RouteError, RouteKnobs, RouteOverride};
 pub use server::{Backend, Config, Error, serve};

@@ -6,7 +6,6 @@
 //! Generic over [`Session`]: no `dyn`, and nothing allocated per request.
 
 use std::cell::Cell;
-use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -848,22 +847,13 @@ pub(super) enum Ended {
     Hang(Instant),
 }
 
-/// A virtual user's request timer: one tokio `Sleep`, re-armed lazily.
-///
-/// `tokio::time::timeout` per request would insert into and remove from the timer wheel (under
-/// the driver's lock) for every request. Here the timer is armed for some earlier request's
-/// deadline and left alone; when it fires, the request then in flight is checked against its
-/// own deadline and the timer re-armed for it. Deadlines only move forward, so that is about
-/// once per timeout period per virtual user, and a timeout is still detected on time.
-struct Watchdog {
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
+/// A virtual user's request timer: the lazy one connections and sessions share (one `Sleep`
+/// per user, moved on about once per timeout period instead of a timer entry per request).
+struct Watchdog(mock_backend::watchdog::Watchdog);
 
 impl Watchdog {
     fn new() -> Self {
-        Watchdog {
-            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
-        }
+        Watchdog(mock_backend::watchdog::Watchdog::new())
     }
 
     /// Awaits an exchange that must end by `deadline`. (Pinned by the caller: moving a large
@@ -871,25 +861,13 @@ impl Watchdog {
     async fn bounded<F: Future<Output = Reply>>(
         &mut self,
         deadline: Instant,
-        mut f: std::pin::Pin<&mut F>,
+        f: std::pin::Pin<&mut F>,
     ) -> Ended {
-        let deadline = tokio::time::Instant::from_std(deadline);
-        if deadline < self.sleep.deadline() {
-            self.sleep.as_mut().reset(deadline);
+        let at = tokio::time::Instant::from_std(deadline);
+        match self.0.bounded(at, f).await {
+            Some(reply) => Ended::Reply(reply),
+            None => Ended::Timeout(Instant::now()),
         }
-        poll_fn(|cx| {
-            if let Poll::Ready(reply) = f.as_mut().poll(cx) {
-                return Poll::Ready(Ended::Reply(reply));
-            }
-            while self.sleep.as_mut().poll(cx).is_ready() {
-                if tokio::time::Instant::now() >= deadline {
-                    return Poll::Ready(Ended::Timeout(Instant::now()));
-                }
-                self.sleep.as_mut().reset(deadline);
-            }
-            Poll::Pending
-        })
-        .await
     }
 }
 

@@ -13,6 +13,7 @@
 mod result;
 
 use std::cell::{Cell, RefCell};
+use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use mock_backend::watchdog::Watchdog;
 use send_wrapper::SendWrapper;
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -691,9 +693,15 @@ trait Upstream {
     fn warm(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>>;
 }
 
+/// A pooled session with its call timer (made once with it, not a timer entry per call).
+struct Kept<S> {
+    session: S,
+    watchdog: Watchdog,
+}
+
 struct Pool<S, F> {
     /// Boxed: a session is large (its buffers' state), and a call moves it out and back.
-    idle: RefCell<Vec<Box<S>>>,
+    idle: RefCell<Vec<Box<Kept<S>>>>,
     made: Cell<usize>,
     max: usize,
     freed: Notify,
@@ -716,20 +724,23 @@ impl<S: Session, F: Fn() -> S> Pool<S, F> {
         }
     }
 
-    async fn checkout(&self) -> Box<S> {
+    async fn checkout(&self) -> Box<Kept<S>> {
         loop {
             if let Some(s) = self.idle.borrow_mut().pop() {
                 return s;
             }
             if self.made.get() < self.max {
                 self.made.set(self.made.get() + 1);
-                return Box::new((self.make)());
+                return Box::new(Kept {
+                    session: (self.make)(),
+                    watchdog: Watchdog::new(),
+                });
             }
             self.freed.notified().await;
         }
     }
 
-    fn checkin(&self, s: Box<S>) {
+    fn checkin(&self, s: Box<Kept<S>>) {
         self.idle.borrow_mut().push(s);
         self.freed.notify_one();
     }
@@ -802,7 +813,11 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
         client: Revision,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Proxied, ProxyError>> + 'a>> {
         Box::pin(async move {
-            let mut s = self.checkout().await;
+            let mut kept = self.checkout().await;
+            let Kept {
+                session: s,
+                watchdog,
+            } = &mut *kept;
             let sent = Instant::now();
             let asks = progress.is_some();
             if let Some(relay) = progress {
@@ -810,10 +825,15 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
                     relay.relay(m);
                 })));
             }
-            let exchange = self.exchange(&mut *s, tool, arguments, (asks, client));
-            let r = match tokio::time::timeout(self.timeout, exchange).await {
-                Ok(r) => r,
-                Err(_) => {
+            let r = {
+                // Pinned where it is made, and bounded by the session's own timer.
+                let exchange = pin!(self.exchange(s, tool, arguments, (asks, client)));
+                let at = tokio::time::Instant::from_std(sent) + self.timeout;
+                watchdog.bounded(at, exchange).await
+            };
+            let r = match r {
+                Some(r) => r,
+                None => {
                     // What the upstream still owes on this session would answer nobody.
                     let _ = tokio::time::timeout(Duration::from_secs(1), s.cancel_last()).await;
                     Err(ProxyError::Timeout)
@@ -822,7 +842,7 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
             if asks {
                 s.set_notification_hook(None);
             }
-            self.checkin(s);
+            self.checkin(kept);
             r.map(|(result, is_error)| Proxied {
                 result,
                 is_error,
@@ -833,23 +853,24 @@ impl<S: Session, F: Fn() -> S> Upstream for Pool<S, F> {
 
     fn warm(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>> {
         Box::pin(async move {
-            let mut s = self.checkout().await;
+            let mut kept = self.checkout().await;
+            let s = &mut kept.session;
             // As a call opens it (exchange): a shared connection by one caller only.
             let open = async {
-                if !s.is_open() && claim_or_wait(&mut *s).await == Opening::Mine {
+                if !s.is_open() && claim_or_wait(s).await == Opening::Mine {
                     s.open().await;
                 }
             };
             let _ = tokio::time::timeout(self.timeout, open).await;
-            self.checkin(s);
+            self.checkin(kept);
         })
     }
 
     fn close(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + '_>> {
         Box::pin(async move {
-            let sessions: Vec<Box<S>> = self.idle.borrow_mut().drain(..).collect();
-            for mut s in sessions {
-                let _ = tokio::time::timeout(Duration::from_secs(2), s.close()).await;
+            let sessions: Vec<Box<Kept<S>>> = self.idle.borrow_mut().drain(..).collect();
+            for mut kept in sessions {
+                let _ = tokio::time::timeout(Duration::from_secs(2), kept.session.close()).await;
             }
         })
     }

@@ -13,7 +13,9 @@
 //! What the loop keeps of hyper's behaviour:
 //! - the head timeout ([`HttpLimits::header_read_timeout`]) bounds each head, an idle
 //!   keep-alive connection's wait included; the body timeout (`Config::body_read_timeout`)
-//!   bounds the body and is answered `408` with `Connection: close`, as the handler does;
+//!   bounds the body and is answered `408` with `Connection: close`, as the handler does (both
+//!   kept by the connection's one lazily moved timer, `mock_backend::watchdog`, not a timer
+//!   entry per request);
 //! - a client that closes its connection while its request runs drops the request (its call
 //!   is cancelled), as hyper does without half-close; so does one that closes a streamed (SSE)
 //!   response;
@@ -42,9 +44,10 @@ use hyper_util::{rt::TokioExecutor, server::conn::auto::HttpServerConnExec};
 use mock_backend::accept::{
     Guarded, HttpLimits, Protocol, Replay, Shutdown, Slot, peek_protocol, serve_h1, serve_http_with,
 };
+use mock_backend::watchdog::Watchdog;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::Sleep;
+use tokio::time::Instant;
 
 use super::body::Body;
 use super::response::{BodyError, ReqBody, SESSION, VERSION, http_error};
@@ -97,7 +100,7 @@ pub(crate) async fn serve<S, B>(
                 io: Guarded::with_protocol_known(stream, Some(slot), &limits),
                 buf: BytesMut::new(),
                 out: Vec::new(),
-                idle: None,
+                timer: None,
                 down: Box::pin(shutdown.owned_trigger()),
             };
             if let End::Hyper = conn.run(&state, &shutdown, &limits).await {
@@ -124,8 +127,8 @@ struct Conn {
     buf: BytesMut,
     /// The response being written.
     out: Vec<u8>,
-    /// The head timer, made once and re-armed.
-    idle: Option<Pin<Box<Sleep>>>,
+    /// The head and body timer, made at the first wait for either.
+    timer: Option<Watchdog>,
     /// Completes at shutdown; made once, so an idle wait does not register anew each request.
     down: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
@@ -200,7 +203,7 @@ impl Conn {
         shutdown: &Shutdown,
         timeout: Option<Duration>,
     ) -> Result<Head, End> {
-        let mut armed = false;
+        let mut deadline = None;
         loop {
             if !self.buf.is_empty() {
                 match parse(&self.buf, state.config.max_body) {
@@ -220,21 +223,16 @@ impl Conn {
                     if shutdown.is_triggered() && idle_now {
                         return Err(End::Closed);
                     }
-                    // Armed once per head, at its first wait: a head that arrives in pieces
-                    // keeps the deadline of its first.
+                    // The deadline is set once per head, at its first wait: a head that
+                    // arrives in pieces keeps the deadline of its first. The connection's
+                    // watchdog is moved to it lazily (one reset per timeout period).
                     let idle = timeout.map(|t| {
-                        let idle = self
-                            .idle
-                            .get_or_insert_with(|| Box::pin(tokio::time::sleep(t)));
-                        if !armed {
-                            idle.as_mut().reset(tokio::time::Instant::now() + t);
-                            armed = true;
-                        }
-                        idle
+                        let at = *deadline.get_or_insert_with(|| Instant::now() + t);
+                        (self.timer.get_or_insert_with(Watchdog::new), at)
                     });
                     let expired = async {
                         match idle {
-                            Some(idle) => idle.as_mut().await,
+                            Some((idle, at)) => idle.until(at).await,
                             None => std::future::pending().await,
                         }
                     };
@@ -257,17 +255,18 @@ impl Conn {
 
     /// Reads until the buffer holds `want` bytes (the head and its body), within `timeout`.
     async fn read_body(&mut self, want: usize, timeout: Duration) -> Result<(), ()> {
-        let mut timer: Option<Pin<Box<Sleep>>> = None;
+        let mut deadline = None;
         while self.buf.len() < want {
             self.buf.reserve(want - self.buf.len());
             let mut read = pin!(self.io.read_buf(&mut self.buf));
             let n = match poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await {
                 Poll::Ready(n) => n,
                 Poll::Pending => {
-                    let t = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                    let at = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+                    let timer = self.timer.get_or_insert_with(Watchdog::new);
                     tokio::select! {
                         n = read => n,
-                        () = t.as_mut() => return Err(()),
+                        () = timer.until(at) => return Err(()),
                     }
                 }
             };
