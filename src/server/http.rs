@@ -300,13 +300,13 @@ fn delete(state: &State, req: &Req, tenant: Option<u16>) -> Response<Body> {
 /// event ids); without one there is no server stream to open.
 fn resume(state: &State, req: &Req, tenant: Option<u16>) -> Response<Body> {
     let headers = req.headers();
-    let modern =
-        headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
+    let mcp = McpHeaders::of(headers);
+    let modern = mcp.modern();
     // 2026-07-28 has no GET stream and ignores Last-Event-ID (mcp-protocol.md §7.2).
     let Some(last) = headers.get("last-event-id").filter(|_| !modern) else {
         return method_not_allowed("POST, DELETE");
     };
-    let session = match session_of(state, headers, tenant, "GET") {
+    let session = match session_of(state, mcp, tenant, "GET") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -358,9 +358,8 @@ async fn post(state: &Arc<State>, req: Req, tenant: Option<u16>) -> Response<Bod
         Ok(b) => b,
         Err(e) => return e.response(),
     };
-    let session_header = headers.get(SESSION);
-    let modern_header =
-        headers.get(VERSION).map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes());
+    let mcp = McpHeaders::of(headers);
+    let (session_header, modern_header) = (mcp.session, mcp.modern());
     if is_batch(&body) {
         if modern_header {
             return http_error(
@@ -397,7 +396,7 @@ async fn post(state: &Arc<State>, req: Req, tenant: Option<u16>) -> Response<Bod
         return initialize(state, kind, msg.params, tenant);
     }
 
-    let session = match session_of(state, headers, tenant, "POST") {
+    let session = match session_of(state, mcp, tenant, "POST") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
@@ -498,15 +497,37 @@ impl SessionError {
     }
 }
 
+/// A request's two MCP headers, each looked up once (a custom header name costs a hash and a
+/// compare per lookup).
+#[derive(Clone, Copy)]
+struct McpHeaders<'a> {
+    session: Option<&'a HeaderValue>,
+    version: Option<&'a HeaderValue>,
+}
+
+impl<'a> McpHeaders<'a> {
+    fn of(headers: &'a HeaderMap) -> Self {
+        McpHeaders {
+            session: headers.get(SESSION),
+            version: headers.get(VERSION),
+        }
+    }
+
+    /// Whether `MCP-Protocol-Version` names 2026-07-28 (a stateless request).
+    fn modern(&self) -> bool {
+        self.version.map(HeaderValue::as_bytes) == Some(MODERN.as_str().as_bytes())
+    }
+}
+
 /// The session a request of `tenant` names, checked against its `MCP-Protocol-Version` header.
 /// Another tenant's session is answered as an unknown one (and audited as `request`).
 fn session_of(
     state: &State,
-    headers: &HeaderMap,
+    mcp: McpHeaders<'_>,
     tenant: Option<u16>,
     request: &str,
 ) -> Result<Arc<Session>, SessionError> {
-    let sid = headers.get(SESSION).ok_or(SessionError::Missing)?;
+    let sid = mcp.session.ok_or(SessionError::Missing)?;
     let session = match state.sessions.get(sid.as_bytes(), tenant) {
         Ok(s) => s,
         Err(Lookup::Foreign(s)) => {
@@ -519,7 +540,7 @@ fn session_of(
     // naming 2025-03-26 (the revision without the header) says no more than its absence, so it
     // is accepted on any session like no header is (the TypeScript SDK and the conformance
     // suite send it on requests of their own making).
-    if let Some(v) = headers.get(VERSION) {
+    if let Some(v) = mcp.version {
         match v.to_str().ok().and_then(|s| s.parse::<Revision>().ok()) {
             Some(r) if r == session.revision || r == Revision::V2025_03_26 => {}
             _ => return Err(SessionError::Version),
@@ -537,14 +558,15 @@ async fn batch(
     body: Bytes,
     tenant: Option<u16>,
 ) -> Response<Body> {
-    if headers.get(SESSION).is_none() {
+    let mcp = McpHeaders::of(headers);
+    if mcp.session.is_none() {
         return http_error(
             StatusCode::BAD_REQUEST,
             code::INVALID_REQUEST,
             "Bad Request: Mcp-Session-Id header is required (and initialize is never sent in a JSON-RPC batch)",
         );
     }
-    let session = match session_of(state, headers, tenant, "POST") {
+    let session = match session_of(state, mcp, tenant, "POST") {
         Ok(s) => s,
         Err(e) => return e.response(),
     };
